@@ -1,0 +1,182 @@
+"""The ``flexmg`` command line.
+
+Commands: ``list`` (registered envs), ``check ENV_ID`` (conformance verdict),
+``play ENV_ID`` (type each role's message by hand), ``sandbox ...``
+(sandbox image and status), ``train`` / ``eval`` (MARFT and IPPO learners),
+``leaderboard`` (compare agents).
+
+Example:
+    $ flexmg list
+    $ flexmg check math-2agent
+    $ flexmg play echo --seed 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:
+    """``["horizon=2", "tasks=gsm8k.jsonl"]`` -> ``{"horizon": 2, "tasks": "gsm8k.jsonl"}``.
+
+    Values are read as JSON when they parse, else kept as strings.
+
+    >>> parse_kwargs(["horizon=2", "tasks={\\"name\\": \\"linear\\"}", "split=eval"])
+    {'horizon': 2, 'tasks': {'name': 'linear'}, 'split': 'eval'}
+    """
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--kw expects key=value, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    import flexmg
+
+    flexmg.registration.load_plugins()
+    rows = []
+    for env_id in sorted(flexmg.registry):
+        spec = flexmg.registry[env_id]
+        try:
+            env = spec.make()
+            graph = env.graph if env._fixed_graph is None else env._fixed_graph
+            roles = " -> ".join(env._fixed_graph.order()) if env._fixed_graph else ", ".join(env.possible_agents)
+            edges = str(graph) if env._fixed_graph else "per-round graph function"
+            env.close()
+        except Exception as err:  # still list it, with the reason
+            roles, edges = "?", f"(cannot build: {type(err).__name__}: {err})"
+        rows.append((env_id, roles, edges, spec.description))
+    if args.json:
+        print(json.dumps([dict(zip(("id", "roles", "graph", "description"), r)) for r in rows],
+                         indent=2))
+        return 0
+    width = max(len(r[0]) for r in rows)
+    for env_id, roles, edges, desc in rows:
+        print(f"{env_id.ljust(width)}  {desc}")
+        print(f"{' ' * width}  roles: {roles}")
+        print(f"{' ' * width}  graph: {edges}")
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from flexmg.test import api_test
+
+    print(f"checking {args.env_id} ...", flush=True)
+    report = api_test(args.env_id, num_cycles=args.cycles, verbose=True,
+                      **parse_kwargs(args.kw))
+    return 0 if report.passed else 1
+
+
+def _read_action(role: str) -> str | None:
+    print(f"{role}> (end with an empty line; '\\q' quits)", flush=True)
+    lines = []
+    while True:
+        try:
+            line = input()
+        except EOFError:
+            return "\n".join(lines) if lines else None
+        if line == "\\q":
+            return None
+        if line == "" and lines:
+            return "\n".join(lines)
+        if line == "" and not lines:
+            return ""
+        lines.append(line)
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    import flexmg
+
+    env = flexmg.make(args.env_id, **parse_kwargs(args.kw))
+    env.reset(seed=args.seed)
+    print(f"=== {args.env_id} (seed {args.seed}); roles: {' -> '.join(env.graph.order())} ===")
+    print(f"TASK:\n{env.task.prompt}\n")
+    try:
+        for role in env.agent_iter():
+            obs, reward, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            print(f"--- round {int(obs['round']) + 1}, role: {role} ---")
+            print(f"instructions: {obs['instructions']}")
+            if obs["feedback"]:
+                print(f"feedback: {obs['feedback']}")
+            if obs["context"]:
+                print(f"context:\n{obs['context']}")
+            action = _read_action(role)
+            if action is None:
+                print("quit.")
+                return 0
+            env.step(action)
+            if any(env.rewards.values()) or env.transcript[-1].position == 0 or not env.agents:
+                print(f"rewards: {env.rewards}")
+            note = env.transcript[-1].info.get("annotation")
+            if note:
+                print(f"[env]: {note}")
+        metrics = env.episode_metrics
+        print(f"=== episode over: success={metrics.get('success')} score={metrics.get('score')} "
+              f"rounds={metrics.get('rounds')} ===")
+        print(json.dumps(metrics, indent=2, default=str))
+    finally:
+        env.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flexmg", description="Flex-MG environments for teams of LLM agents."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    p = sub.add_parser("list", help="list registered env ids with roles and graph")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_list)
+    p = sub.add_parser("check", help="run the conformance checker on an env id")
+    p.add_argument("env_id")
+    p.add_argument("--cycles", type=int, default=20)
+    p.add_argument("--kw", nargs="*", default=[], metavar="KEY=VALUE", help="env kwargs")
+    p.set_defaults(func=_cmd_check)
+    p = sub.add_parser("play", help="play an env by hand: type each role's message")
+    p.add_argument("env_id")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--kw", nargs="*", default=[], metavar="KEY=VALUE", help="env kwargs")
+    p.set_defaults(func=_cmd_play)
+    for module in ("flexmg.sandboxes.cli", "flexmg.agents.cli", "flexmg.baselines.cli"):
+        try:
+            mod = __import__(module, fromlist=["add_commands"])
+        except ImportError as err:
+            missing = (getattr(err, "name", "") or "").split(".")[0]
+            if missing in {"torch", "transformers", "peft", "tokenizers"}:
+                continue  # those commands need the train extra; they are absent without it
+            if module.endswith((".cli",)) and getattr(err, "name", "") == module:
+                continue
+            raise
+        mod.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``flexmg`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

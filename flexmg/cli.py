@@ -171,8 +171,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from flexmg.registration import MissingDependencyError, UnknownEnvError
+
     try:
         return int(args.func(args) or 0)
+    except (UnknownEnvError, MissingDependencyError) as err:
+        print(f"flexmg: error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -1,0 +1,20 @@
+"""Run the runnable examples in the public modules' docstrings."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "flexmg", "flexmg.graph", "flexmg.spaces", "flexmg.tasks", "flexmg.env", "flexmg.workflow",
+    "flexmg.registration", "flexmg.vector", "flexmg.wrappers.parallel",
+    "flexmg.wrappers.single_agent", "flexmg.wrappers.record", "flexmg.examples.echo",
+    "flexmg.test", "flexmg.cli", "flexmg.agents", "flexmg.agents.base", "flexmg.agents.episodes",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_doctests(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0, f"{result.failed} doctest(s) failed in {name}"

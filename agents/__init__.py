@@ -50,7 +50,12 @@ def __getattr__(name: str) -> Any:
         try:
             module = importlib.import_module(_LAZY[name])
         except ModuleNotFoundError as err:
-            if err.name and err.name.split(".")[0] in {"torch", "transformers", "peft", "tokenizers"}:
+            if err.name and err.name.split(".")[0] in {
+                "torch",
+                "transformers",
+                "peft",
+                "tokenizers",
+            }:
                 raise ImportError(
                     f"flexmg.agents.{name} needs {err.name!r}: pip install 'flexmg[train]'"
                 ) from err

@@ -97,8 +97,26 @@ class RandomAgent:
     True
     """
 
-    VOCAB = ("the", "answer", "is", "\\boxed{1}", "\\boxed{0}", "def", "return", "x", "+", "=",
-             "```python", "```", "\n", "7", "42", "maybe", "check", "solve")
+    VOCAB = (
+        "the",
+        "answer",
+        "is",
+        "\\boxed{1}",
+        "\\boxed{0}",
+        "def",
+        "return",
+        "x",
+        "+",
+        "=",
+        "```python",
+        "```",
+        "\n",
+        "7",
+        "42",
+        "maybe",
+        "check",
+        "solve",
+    )
 
     def __init__(self, max_words: int = 20, seed: int | None = None) -> None:
         self.max_words = max_words

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from flexmg.agents.base import Agent, as_agent
+
 from flexmg.env import FlexMGEnv
 from flexmg.vector import EpisodeResult, SyncVectorEnv, _VectorBase
 
@@ -34,7 +34,11 @@ class RolloutResult:
 
     @property
     def mean_score(self) -> float:
-        return float(np.mean([e.metrics.get("score", 0.0) for e in self.episodes])) if self.episodes else 0.0
+        return (
+            float(np.mean([e.metrics.get("score", 0.0) for e in self.episodes]))
+            if self.episodes
+            else 0.0
+        )
 
     def summary(self) -> dict[str, Any]:
         rounds = [e.metrics.get("rounds", 0) for e in self.episodes]
@@ -65,7 +69,9 @@ def _play_batch(vec: _VectorBase, team: Mapping[str, Agent], seed: int) -> list[
         idx = [i for i, o in enumerate(obs) if o is not None]
         acts = team[role].act([obs[i] for i in idx])
         if len(acts) != len(idx):
-            raise ValueError(f"agent for {role!r} returned {len(acts)} actions for {len(idx)} observations")
+            raise ValueError(
+                f"agent for {role!r} returned {len(acts)} actions for {len(idx)} observations"
+            )
         actions: list[str | None] = [None] * vec.num_envs
         for i, a in zip(idx, acts):
             actions[i] = a

@@ -29,8 +29,13 @@ def bench_flexmg(episodes: int) -> tuple[float, float, int]:
         judge_time += time.perf_counter() - t0
         return out
 
-    wf = flexmg.Workflow(name="echo-bench", roles=dict(EchoEnv.roles), edges=EchoEnv.edges,
-                         tasks=EchoEnv.tasks, reward=timed_reward)
+    wf = flexmg.Workflow(
+        name="echo-bench",
+        roles=dict(EchoEnv.roles),
+        edges=EchoEnv.edges,
+        tasks=EchoEnv.tasks,
+        reward=timed_reward,
+    )
     env = wf()
     turns = 0
     start = time.perf_counter()
@@ -74,9 +79,13 @@ def main() -> None:
     bench_flexmg(200)  # warm-up
     ours, judge, n_ours = bench_flexmg(args.episodes)
     ttt, n_ttt = bench_tictactoe(max(args.episodes // 4, 100))
-    print(f"flexmg echo-v0     : {ours * 1e6:7.2f} us/turn (env overhead, {n_ours} turns; "
-          f"reward fn adds {judge * 1e6:.2f} us/turn)")
-    print(f"pettingzoo tictactoe_v3: {ttt * 1e6:7.2f} us/turn ({n_ttt} turns, incl. its own game logic)")
+    print(
+        f"flexmg echo-v0     : {ours * 1e6:7.2f} us/turn (env overhead, {n_ours} turns; "
+        f"reward fn adds {judge * 1e6:.2f} us/turn)"
+    )
+    print(
+        f"pettingzoo tictactoe_v3: {ttt * 1e6:7.2f} us/turn ({n_ttt} turns, incl. its own game logic)"
+    )
     print(f"ratio flexmg / tictactoe: {ours / ttt:.2f}x")
     print(f"target < 50 us/turn: {'MET' if ours * 1e6 < 50 else 'NOT MET'}")
 

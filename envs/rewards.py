@@ -56,8 +56,7 @@ class MathReward:
             elif "\\boxed" in turn.action:
                 r = grade_detailed(turn.action, task.answer, timeout=self.grade_timeout)
             else:
-                role_info[turn.role] = {"own_correct": None, "format_error": False,
-                                        "graded": False}
+                role_info[turn.role] = {"own_correct": None, "format_error": False, "graded": False}
                 continue
             role_info[turn.role] = {
                 "own_correct": r.score >= 1.0,
@@ -68,8 +67,10 @@ class MathReward:
         if result.score >= 1.0:
             feedback = "The final answer is correct."
         elif result.format_error:
-            feedback = (f"No single final answer was found ({result.reason}): "
-                        "put exactly one answer inside \\boxed{}.")
+            feedback = (
+                f"No single final answer was found ({result.reason}): "
+                "put exactly one answer inside \\boxed{}."
+            )
         else:
             feedback = f"The final answer {result.extracted!s:.200} is incorrect. Try again."
         return Judgement(
@@ -94,8 +95,10 @@ class CodeReward:
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> CodeReward:
-        return cls(sandbox=options.get("sandbox", "auto"),
-                   sandbox_timeout=options.get("sandbox_timeout", 5.0))
+        return cls(
+            sandbox=options.get("sandbox", "auto"),
+            sandbox_timeout=options.get("sandbox_timeout", 5.0),
+        )
 
     @property
     def sandbox(self) -> Any:
@@ -125,8 +128,7 @@ class CodeReward:
             elif self._defines_solution(turn.action, task):
                 g = grade_code(turn.action, task, self.sandbox)
             else:
-                role_info[turn.role] = {"own_correct": None, "format_error": False,
-                                        "graded": False}
+                role_info[turn.role] = {"own_correct": None, "format_error": False, "graded": False}
                 continue
             role_info[turn.role] = {
                 "own_correct": g.total > 0 and g.passed == g.total,
@@ -168,8 +170,9 @@ class CodeReward:
         turn = transcript[-1]
         if turn.role != "tester":
             return None
-        candidates = [r for r in _current_round(transcript)[:-1]
-                      if self._defines_solution(r.action, task)]
+        candidates = [
+            r for r in _current_round(transcript)[:-1] if self._defines_solution(r.action, task)
+        ]
         if not candidates:
             return "No solution code to test yet."
         code = extract_code(candidates[-1].action) or ""

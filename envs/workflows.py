@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from flexmg.envs.prompts import CODE_ROLES, MATH_ROLES
 from flexmg.envs.rewards import CodeReward, MathReward, code_task_source, math_task_source
+
 from flexmg.workflow import Workflow
 
 
@@ -45,12 +46,19 @@ def _code(n: int, roles: tuple[str, ...], description: str) -> Workflow:
 
 math_1agent = _math(1, ("solver",), "math: solver (graded)")
 math_2agent = _math(2, ("solver", "verifier"), "math: solver -> verifier (graded)")
-math_3agent = _math(3, ("planner", "solver", "verifier"),
-                    "math: planner -> solver -> verifier (graded)")
-math_4agent = _math(4, ("decomposer", "planner", "executor", "verifier"),
-                    "math: decomposer -> planner -> executor -> verifier (graded)")
+math_3agent = _math(
+    3, ("planner", "solver", "verifier"), "math: planner -> solver -> verifier (graded)"
+)
+math_4agent = _math(
+    4,
+    ("decomposer", "planner", "executor", "verifier"),
+    "math: decomposer -> planner -> executor -> verifier (graded)",
+)
 code_1agent = _code(1, ("coder",), "code: coder (graded by hidden tests in a sandbox)")
 code_2agent = _code(2, ("coder", "reviewer"), "code: coder -> reviewer (graded)")
 code_3agent = _code(3, ("planner", "coder", "reviewer"), "code: planner -> coder -> reviewer")
-code_4agent = _code(4, ("planner", "coder", "tester", "reviewer"),
-                    "code: planner -> coder -> tester (its tests are run) -> reviewer (graded)")
+code_4agent = _code(
+    4,
+    ("planner", "coder", "tester", "reviewer"),
+    "code: planner -> coder -> tester (its tests are run) -> reviewer (graded)",
+)

@@ -67,8 +67,11 @@ def make_vec(env_id: str, num_envs: int, vectorization: str = "sync", **kwargs):
 
 
 def _register_builtin() -> None:
-    register("echo-v0", "flexmg.examples.echo:EchoEnv",
-             description="toy: b must repeat the word a says (API example, no model needed)")
+    register(
+        "echo-v0",
+        "flexmg.examples.echo:EchoEnv",
+        description="toy: b must repeat the word a says (API example, no model needed)",
+    )
     from flexmg.builtin_envs import register_builtin_envs
 
     register_builtin_envs()

@@ -50,15 +50,22 @@ def _cmd_list(args: argparse.Namespace) -> int:
         try:
             env = spec.make()
             graph = env.graph if env._fixed_graph is None else env._fixed_graph
-            roles = " -> ".join(env._fixed_graph.order()) if env._fixed_graph else ", ".join(env.possible_agents)
+            roles = (
+                " -> ".join(env._fixed_graph.order())
+                if env._fixed_graph
+                else ", ".join(env.possible_agents)
+            )
             edges = str(graph) if env._fixed_graph else "per-round graph function"
             env.close()
         except Exception as err:  # still list it, with the reason
             roles, edges = "?", f"(cannot build: {type(err).__name__}: {err})"
         rows.append((env_id, roles, edges, spec.description))
     if args.json:
-        print(json.dumps([dict(zip(("id", "roles", "graph", "description"), r)) for r in rows],
-                         indent=2))
+        print(
+            json.dumps(
+                [dict(zip(("id", "roles", "graph", "description"), r)) for r in rows], indent=2
+            )
+        )
         return 0
     width = max(len(r[0]) for r in rows)
     for env_id, roles, edges, desc in rows:
@@ -72,8 +79,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from flexmg.test import api_test
 
     print(f"checking {args.env_id} ...", flush=True)
-    report = api_test(args.env_id, num_cycles=args.cycles, verbose=True,
-                      **parse_kwargs(args.kw))
+    report = api_test(args.env_id, num_cycles=args.cycles, verbose=True, **parse_kwargs(args.kw))
     return 0 if report.passed else 1
 
 
@@ -124,8 +130,10 @@ def _cmd_play(args: argparse.Namespace) -> int:
             if note:
                 print(f"[env]: {note}")
         metrics = env.episode_metrics
-        print(f"=== episode over: success={metrics.get('success')} score={metrics.get('score')} "
-              f"rounds={metrics.get('rounds')} ===")
+        print(
+            f"=== episode over: success={metrics.get('success')} score={metrics.get('score')} "
+            f"rounds={metrics.get('rounds')} ==="
+        )
         print(json.dumps(metrics, indent=2, default=str))
     finally:
         env.close()

@@ -317,8 +317,13 @@ class FlexMGEnv(AECEnv):
         self._round_start = 0
         self._rounds_text: list[str] = []
         self._role_stats = {
-            a: {"chars": 0, "turns": 0, "truncated_actions": 0, "invalid_unicode": 0,
-                "repeated_predecessor": 0}
+            a: {
+                "chars": 0,
+                "turns": 0,
+                "truncated_actions": 0,
+                "invalid_unicode": 0,
+                "repeated_predecessor": 0,
+            }
             for a in self.agents
         }
         self._graph = self._graph_for(0)

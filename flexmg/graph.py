@@ -54,7 +54,9 @@ class DependencyGraph:
             try:
                 src, dst = edge
             except (TypeError, ValueError):
-                raise ValueError(f"an edge must be a (src, dst) pair of roles, got {edge!r}") from None
+                raise ValueError(
+                    f"an edge must be a (src, dst) pair of roles, got {edge!r}"
+                ) from None
             unknown = [x for x in (src, dst) if x not in known]
             if unknown:
                 raise ValueError(

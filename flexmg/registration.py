@@ -189,8 +189,9 @@ def register(
         )
     if id in registry:
         warnings.warn(f"overriding env {id!r} in the flexmg registry", stacklevel=2)
-    spec = EnvSpec(id=id, entry_point=entry_point, kwargs=dict(kwargs), description=description,
-                   extra=extra)
+    spec = EnvSpec(
+        id=id, entry_point=entry_point, kwargs=dict(kwargs), description=description, extra=extra
+    )
     registry[id] = spec
     _register_with_pettingzoo(spec)
     return spec
@@ -236,8 +237,9 @@ def load_plugins() -> None:
             if callable(obj):
                 obj()
         except Exception as err:  # a broken plugin must not break flexmg
-            warnings.warn(f"flexmg plugin {ep.name!r} ({ep.value}) failed to load: {err!r}",
-                          stacklevel=2)
+            warnings.warn(
+                f"flexmg plugin {ep.name!r} ({ep.value}) failed to load: {err!r}", stacklevel=2
+            )
 
 
 def _register_with_pettingzoo(spec: EnvSpec) -> None:

@@ -206,7 +206,9 @@ class _VectorBase:
         """
         self._require_reset()
         if len(actions) != self.num_envs:
-            raise ValueError(f"step() needs one action per env ({self.num_envs}), got {len(actions)}")
+            raise ValueError(
+                f"step() needs one action per env ({self.num_envs}), got {len(actions)}"
+            )
         idx = [i for i, p in enumerate(self._pending) if p == role]
         for i in idx:
             if not isinstance(actions[i], str):

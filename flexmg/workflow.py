@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from flexmg.env import FlexMGEnv, GraphFn, Judgement, TurnRecord
 from flexmg.graph import DependencyGraph
 from flexmg.tasks import Task, TaskSource
 
-RewardFn = Callable[[Task, Sequence[TurnRecord]], Union[float, Judgement]]
+RewardFn = Callable[[Task, Sequence[TurnRecord]], float | Judgement]
 TaskFactory = Callable[[Any, str], TaskSource]
 
 
@@ -81,7 +81,9 @@ class Workflow:
         if not self.roles:
             raise ValueError(f"workflow {self.name!r} needs at least one role")
         if (self.reward is None) == (self.reward_factory is None):
-            raise ValueError(f"workflow {self.name!r}: give exactly one of reward= or reward_factory=")
+            raise ValueError(
+                f"workflow {self.name!r}: give exactly one of reward= or reward_factory="
+            )
         if self.tasks is None:
             raise ValueError(f"workflow {self.name!r} needs a task source (tasks=...)")
         self.default_graph()  # validate edges now, not at make time
@@ -140,8 +142,16 @@ class WorkflowEnv(FlexMGEnv):
     ) -> None:
         unknown = sorted(set(options) - set(workflow.options))
         if unknown:
-            accepted = ["tasks", "split", "horizon", "roles", "prompts", "max_action_chars",
-                        "render_mode", *workflow.options]
+            accepted = [
+                "tasks",
+                "split",
+                "horizon",
+                "roles",
+                "prompts",
+                "max_action_chars",
+                "render_mode",
+                *workflow.options,
+            ]
             raise TypeError(
                 f"{workflow.name} got unexpected keyword(s) {unknown}; accepted: {accepted}"
             )
@@ -178,8 +188,11 @@ class WorkflowEnv(FlexMGEnv):
     def _make_source(declared: Any, spec: Any, split: str) -> TaskSource:
         if isinstance(spec, TaskSource):
             return spec
-        if spec is not None and isinstance(spec, Sequence) and spec and all(
-            isinstance(t, Task) for t in spec
+        if (
+            spec is not None
+            and isinstance(spec, Sequence)
+            and spec
+            and all(isinstance(t, Task) for t in spec)
         ):
             from flexmg.tasks import ListTaskSource
 

@@ -6,8 +6,13 @@ from flexmg.cli import main, parse_kwargs
 
 
 def run_cli(*args, stdin=""):
-    return subprocess.run([sys.executable, "-m", "flexmg.cli", *args], input=stdin,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "flexmg.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_list_shows_roles_graph_and_description(capsys):

@@ -33,8 +33,9 @@ def test_checker_catches_a_crashing_env():
             raise RuntimeError("boom")
         return 0.0
 
-    wf = flexmg.Workflow(name="fragile", roles={"a": ""}, tasks=[flexmg.Task(id="0", prompt="p")],
-                         reward=fragile)
+    wf = flexmg.Workflow(
+        name="fragile", roles={"a": ""}, tasks=[flexmg.Task(id="0", prompt="p")], reward=fragile
+    )
     report = api_test(lambda: wf(), num_cycles=2, verbose=False)
     assert not report.passed
     failed = [c.name for c in report.checks if not c.passed]

@@ -6,10 +6,23 @@ import importlib
 import pytest
 
 MODULES = [
-    "flexmg", "flexmg.graph", "flexmg.spaces", "flexmg.tasks", "flexmg.env", "flexmg.workflow",
-    "flexmg.registration", "flexmg.vector", "flexmg.wrappers.parallel",
-    "flexmg.wrappers.single_agent", "flexmg.wrappers.record", "flexmg.examples.echo",
-    "flexmg.test", "flexmg.cli", "flexmg.agents", "flexmg.agents.base", "flexmg.agents.episodes",
+    "flexmg",
+    "flexmg.graph",
+    "flexmg.spaces",
+    "flexmg.tasks",
+    "flexmg.env",
+    "flexmg.workflow",
+    "flexmg.registration",
+    "flexmg.vector",
+    "flexmg.wrappers.parallel",
+    "flexmg.wrappers.single_agent",
+    "flexmg.wrappers.record",
+    "flexmg.examples.echo",
+    "flexmg.test",
+    "flexmg.cli",
+    "flexmg.agents",
+    "flexmg.agents.base",
+    "flexmg.agents.episodes",
 ]
 
 

@@ -52,7 +52,9 @@ def test_early_termination_on_success():
         return "ok" if int(obs["round"]) == 1 else "no"
 
     wf = Workflow(
-        name="t", roles={"a": "", "b": ""}, edges=[("a", "b")],
+        name="t",
+        roles={"a": "", "b": ""},
+        edges=[("a", "b")],
         tasks=[Task(id="0", prompt="p")],
         reward=lambda task, tr: float(tr[-1].action == "ok"),
     )
@@ -63,8 +65,12 @@ def test_early_termination_on_success():
 
 def test_rewards_are_score_deltas_and_sum_to_final_score():
     scores = iter([0.25, 0.75, 0.5])
-    wf = Workflow(name="delta", roles={"a": ""}, tasks=[Task(id="0", prompt="p")],
-                  reward=lambda task, tr: Judgement(score=next(scores)))
+    wf = Workflow(
+        name="delta",
+        roles={"a": ""},
+        tasks=[Task(id="0", prompt="p")],
+        reward=lambda task, tr: Judgement(score=next(scores)),
+    )
     env = wf(horizon=3)
     env.reset(seed=0)
     total = 0.0
@@ -82,9 +88,12 @@ def test_rewards_are_score_deltas_and_sum_to_final_score():
 
 def test_per_role_scores_and_role_info():
     wf = Workflow(
-        name="credit", roles={"a": "", "b": ""}, tasks=[Task(id="0", prompt="p")],
-        reward=lambda task, tr: Judgement(score=1.0, role_scores={"a": 0.5},
-                                          role_info={"a": {"own_correct": False}}),
+        name="credit",
+        roles={"a": "", "b": ""},
+        tasks=[Task(id="0", prompt="p")],
+        reward=lambda task, tr: Judgement(
+            score=1.0, role_scores={"a": 0.5}, role_info={"a": {"own_correct": False}}
+        ),
     )
     env = wf()
     env.reset(seed=0)
@@ -100,8 +109,13 @@ def test_flexible_graph_changes_between_rounds():
         roles = ["x", "y"]
         return DependencyGraph(roles, [("x", "y")] if round_index % 2 == 0 else [("y", "x")])
 
-    wf = Workflow(name="flex", roles={"x": "", "y": ""}, graph=graph_fn,
-                  tasks=[Task(id="0", prompt="p")], reward=lambda t, tr: 0.0)
+    wf = Workflow(
+        name="flex",
+        roles={"x": "", "y": ""},
+        graph=graph_fn,
+        tasks=[Task(id="0", prompt="p")],
+        reward=lambda t, tr: 0.0,
+    )
     env = play(wf(horizon=3), lambda a, o: a)
     assert [r.role for r in env.transcript] == ["x", "y", "y", "x", "x", "y"]
 
@@ -170,10 +184,16 @@ def test_workflow_validation_errors():
     with pytest.raises(ValueError, match="exactly one"):
         Workflow(name="w", roles={"a": ""}, tasks=[Task(id="0", prompt="p")])
     with pytest.raises(ValueError, match="cycle"):
-        Workflow(name="w", roles={"a": "", "b": ""}, edges=[("a", "b"), ("b", "a")],
-                 tasks=[Task(id="0", prompt="p")], reward=lambda t, tr: 0.0)
-    wf = Workflow(name="w", roles={"a": ""}, tasks=[Task(id="0", prompt="p")],
-                  reward=lambda t, tr: "nope")
+        Workflow(
+            name="w",
+            roles={"a": "", "b": ""},
+            edges=[("a", "b"), ("b", "a")],
+            tasks=[Task(id="0", prompt="p")],
+            reward=lambda t, tr: 0.0,
+        )
+    wf = Workflow(
+        name="w", roles={"a": ""}, tasks=[Task(id="0", prompt="p")], reward=lambda t, tr: "nope"
+    )
     env = wf()
     env.reset(seed=0)
     with pytest.raises(TypeError, match="float or a flexmg.Judgement"):

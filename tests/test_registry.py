@@ -59,14 +59,17 @@ def test_third_party_entry_point_plugin(tmp_path):
     """A tiny package installed in the test registers an env via the flexmg.envs group."""
     pkg = tmp_path / "flexmg_plugin_demo"
     pkg.mkdir()
-    (pkg / "__init__.py").write_text(textwrap.dedent('''
+    (pkg / "__init__.py").write_text(
+        textwrap.dedent("""
         import flexmg
         from flexmg.examples.echo import EchoEnv
 
         def register_envs():
             flexmg.register("plugin-echo-v0", EchoEnv, description="from a plugin")
-    '''))
-    (tmp_path / "pyproject.toml").write_text(textwrap.dedent('''
+    """)
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        textwrap.dedent("""
         [build-system]
         requires = ["setuptools>=64"]
         build-backend = "setuptools.build_meta"
@@ -77,17 +80,34 @@ def test_third_party_entry_point_plugin(tmp_path):
         demo = "flexmg_plugin_demo:register_envs"
         [tool.setuptools]
         packages = ["flexmg_plugin_demo"]
-    '''))
+    """)
+    )
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--target", str(target), str(tmp_path)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(tmp_path),
+        ],
+        check=True,
+        capture_output=True,
     )
-    code = ("import flexmg; env = flexmg.make('plugin-echo'); "
-            "print(env.possible_agents, flexmg.spec('plugin-echo').description)")
+    code = (
+        "import flexmg; env = flexmg.make('plugin-echo'); "
+        "print(env.possible_agents, flexmg.spec('plugin-echo').description)"
+    )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
         env={**__import__("os").environ, "PYTHONPATH": str(target)},
     )
     assert "['a', 'b'] from a plugin" in out.stdout

@@ -1,9 +1,9 @@
 import pytest
+from flexmg.agents import RandomAgent, rollout
 from gymnasium.utils.env_checker import check_env
 from pettingzoo.test import parallel_api_test
 
 import flexmg
-from flexmg.agents import RandomAgent, rollout
 from flexmg.vector import AsyncVectorEnv, SyncVectorEnv
 from flexmg.wrappers import (
     LayeredParallelEnv,
@@ -25,8 +25,11 @@ def test_parallel_views_pass_pettingzoo(view):
 
 def test_layered_view_runs_a_layer_at_once():
     wf = flexmg.Workflow(
-        name="fan", roles={"x": "", "y": "", "z": ""}, edges=[("x", "z"), ("y", "z")],
-        tasks=[flexmg.Task(id="0", prompt="p")], reward=lambda t, tr: 1.0,
+        name="fan",
+        roles={"x": "", "y": "", "z": ""},
+        edges=[("x", "z"), ("y", "z")],
+        tasks=[flexmg.Task(id="0", prompt="p")],
+        reward=lambda t, tr: 1.0,
     )
     env = LayeredParallelEnv(wf())
     obs, infos = env.reset(seed=0)

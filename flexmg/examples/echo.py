@@ -27,8 +27,22 @@ from flexmg.tasks import ListTaskSource, Task
 from flexmg.workflow import Workflow
 
 WORDS = (
-    "apple", "river", "orange", "planet", "violet", "anchor", "pencil", "garden",
-    "window", "silver", "tiger", "castle", "forest", "rocket", "candle", "mirror",
+    "apple",
+    "river",
+    "orange",
+    "planet",
+    "violet",
+    "anchor",
+    "pencil",
+    "garden",
+    "window",
+    "silver",
+    "tiger",
+    "castle",
+    "forest",
+    "rocket",
+    "candle",
+    "mirror",
 )
 
 

@@ -104,9 +104,11 @@ class _ParallelView(ParallelEnv):
         ):
             env.step(None)
         self.agents = list(env.agents)
-        infos = self._infos(infos_src) if self.agents else {
-            a: {**infos_src[a], "acting": False} for a in live
-        }
+        infos = (
+            self._infos(infos_src)
+            if self.agents
+            else {a: {**infos_src[a], "acting": False} for a in live}
+        )
         return obs, rewards, terminations, truncations, infos
 
     def _order_of_acting(self) -> list[str]:

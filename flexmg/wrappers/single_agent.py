@@ -57,7 +57,9 @@ class SingleAgentEnv(gym.Env):
             raise ValueError(f"unknown role {role!r}; roles: {env.possible_agents}")
         missing = sorted(set(env.possible_agents) - {role} - set(others))
         if missing:
-            raise ValueError(f"SingleAgentEnv needs a policy for every other role; missing {missing}")
+            raise ValueError(
+                f"SingleAgentEnv needs a policy for every other role; missing {missing}"
+            )
         self.env = env
         self.role = role
         self.others = {r: _as_policy(r, p) for r, p in others.items() if r != role}

@@ -258,8 +258,9 @@ class FlexMGEnv(AECEnv):
 
     @property
     def graph(self) -> DependencyGraph:
-        """The dependency graph of the current round."""
-        self._require_reset("graph")
+        """The dependency graph of the current round (round 0's before the first reset)."""
+        if not self._has_reset:
+            return self._graph_for(0)
         return self._graph
 
     def _graph_for(self, round_index: int) -> DependencyGraph:

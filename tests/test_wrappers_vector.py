@@ -138,3 +138,33 @@ def test_rollout_with_vector_env_and_random_agent():
     assert len(res.episodes) == 7 and res.success_rate == 1.0
     res = rollout(flexmg.make("echo"), RandomAgent(seed=1), episodes=5)
     assert res.summary()["episodes"] == 5 and res.success_rate < 1.0
+
+
+def _slow_reward(task, transcript):
+    import os
+    import time
+
+    start = time.time()
+    time.sleep(0.3)
+    return flexmg.Judgement(score=1.0, metrics={"pid": os.getpid(), "span": (start, time.time())})
+
+
+def _slow_env():
+    wf = flexmg.Workflow(name="slow", roles={"a": ""}, tasks=[flexmg.Task(id="0", prompt="p")],
+                         reward=_slow_reward)
+    return wf()
+
+
+def test_async_vector_env_judges_in_parallel_processes():
+    vec = AsyncVectorEnv([_slow_env for _ in range(3)])
+    try:
+        vec.reset(seed=0)
+        vec.step("a", ["x", "x", "x"])
+        metrics = [e.metrics for e in vec.episodes()]
+    finally:
+        vec.close()
+    assert len({m["pid"] for m in metrics}) == 3
+    spans = [m["span"] for m in metrics]
+    latest_start = max(s for s, _ in spans)
+    earliest_end = min(e for _, e in spans)
+    assert latest_start < earliest_end, "the three judgements did not overlap in time"

@@ -1,1 +1,27 @@
-"""flexmg package."""
+"""Math tasks for flexmg: the boxed-answer grader, task generators, dataset loaders.
+
+Example:
+    >>> from flexmg.envs.math import grade, make_math_source
+    >>> task = make_math_source("arithmetic").get(0)
+    >>> grade("\\\\boxed{" + task.answer + "}", task.answer)
+    1.0
+"""
+
+from __future__ import annotations
+
+from .boxed import extract_boxed
+from .generators import GENERATORS
+from .grader import REASONS, GradeResult, configure, grade, grade_detailed, shutdown
+from .sources import make_math_source
+
+__all__ = [
+    "GENERATORS",
+    "REASONS",
+    "GradeResult",
+    "configure",
+    "extract_boxed",
+    "grade",
+    "grade_detailed",
+    "make_math_source",
+    "shutdown",
+]

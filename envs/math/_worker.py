@@ -1,0 +1,172 @@
+"""The grading worker: math-verify under a signal deadline, plus its zygote.
+
+This file runs in three places:
+
+* imported in-package (``flexmg.envs.math._worker``) for :func:`verify_boxed`;
+* loaded *by path* in the zygote process (``python -c BOOT``), so that worker
+  processes never import flexmg, gymnasium or torch, nor the user's
+  ``__main__`` (no ``if __name__ == "__main__"`` guard needed anywhere);
+* in each worker, forked from the zygote, in its main thread, where
+  ``signal.setitimer`` deadlines work.
+
+The zygote imports sympy and math-verify once and warms them up; forking a
+worker from it takes milliseconds, so a worker that overruns is simply
+killed and replaced.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import signal
+import socket
+import struct
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import math_verify.grader
+import math_verify.parser
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+from sympy import Basic
+
+if __package__:
+    from .strict import numbers_agree
+else:  # loaded by path in the zygote: load the sibling module the same way
+    _spec = importlib.util.spec_from_file_location(
+        "_flexmg_math_strict", Path(__file__).with_name("strict.py")
+    )
+    assert _spec is not None and _spec.loader is not None
+    _strict = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_strict)
+    numbers_agree = _strict.numbers_agree
+
+# We enforce deadlines ourselves; silence math-verify's "timeout disabled" notes.
+math_verify.grader.TIMEOUT_WARNING_SHOWN = True
+math_verify.parser.TIMEOUT_WARNING_SHOWN = True
+logging.getLogger("math_verify").setLevel(logging.ERROR)
+logging.getLogger("latex2sympy2_extended").setLevel(logging.ERROR)
+
+_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
+
+# Worker memory cap: a runaway sympy computation fails with MemoryError
+# instead of swapping the machine.
+MEMORY_LIMIT_BYTES = 3 * 1024**3
+
+Verdict = tuple[float, str, str]  # (score, reason, detail)
+
+
+class _Deadline(BaseException):
+    """Raised by SIGALRM; a BaseException so library ``except Exception`` won't eat it."""
+
+
+@lru_cache(maxsize=8192)
+def _parse_gold(gold: str) -> list[Any]:
+    return parse("\\boxed{" + gold + "}", list(_CONFIG), parsing_timeout=None)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=8192)
+def _parse_pred(content: str) -> list[Any]:
+    return parse("\\boxed{" + content + "}", list(_CONFIG), parsing_timeout=None)  # type: ignore[arg-type]
+
+
+def verify_boxed(content: str, gold: str) -> Verdict:
+    """Grade one boxed answer against a gold answer (no deadline; see the pool).
+
+    >>> verify_boxed("\\\\frac{6}{8}", "0.75")[:2]
+    (1.0, 'correct')
+    >>> verify_boxed("0.1234567", "0.1234571")[:2]
+    (0.0, 'wrong')
+    """
+    gold_parsed = _parse_gold(gold)
+    if not gold_parsed:
+        return 0.0, "gold_unparseable", f"math-verify could not parse the gold answer {gold!r}"
+    pred_parsed = _parse_pred(content)
+    if not pred_parsed:
+        return 0.0, "unparseable", "math-verify extracted nothing from the box"
+    if not verify(gold_parsed, pred_parsed, timeout_seconds=None):
+        if not any(isinstance(p, Basic) for p in pred_parsed):
+            return 0.0, "unparseable", "the boxed answer is not valid math"
+        return 0.0, "wrong", ""
+    gold_exprs = [g for g in gold_parsed if isinstance(g, Basic)]
+    pred_exprs = [p for p in pred_parsed if isinstance(p, Basic)]
+    if gold_exprs and pred_exprs and not numbers_agree(gold_exprs[0], pred_exprs[0], gold, content):
+        return 0.0, "wrong", "math-verify matched, but the numbers differ (strict numeric check)"
+    return 1.0, "correct", ""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise _Deadline()
+
+
+def _serve(fd: int) -> None:
+    """Worker loop: receive (content, gold, seconds), reply with a verdict."""
+    from multiprocessing.connection import Connection
+
+    signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+    except (ImportError, ValueError, OSError):
+        pass
+    conn = Connection(fd)
+    while True:
+        try:
+            content, gold, seconds = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent closed its end or died: exit quietly
+        expired = False
+        try:
+            signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+            try:
+                verdict: Verdict = verify_boxed(content, gold)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except _Deadline:
+            verdict, expired = (0.0, "timeout", f"grading exceeded {seconds:.3f}s"), True
+        except MemoryError:
+            verdict, expired = (0.0, "error", "out of memory while grading"), True
+        except BaseException as exc:  # noqa: BLE001 - hostile input may raise anything
+            verdict = (0.0, "error", f"{type(exc).__name__} while grading")
+        try:
+            conn.send((*verdict, not expired))
+        except (OSError, EOFError):
+            return
+        if expired:
+            return  # interrupted mid-computation: exit, the pool forks a clean worker
+
+
+def zygote_main(ctrl_fd: int) -> None:
+    """Fork a worker for each socket the parent sends; exit when the parent goes."""
+    ctrl = socket.socket(fileno=ctrl_fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
+    for content, gold in (("\\frac{6}{8}", "0.75"), ("x=5", "5"), ("(1,2)", "(1, 2)")):
+        verify_boxed(content, gold)  # warm caches and parsers once, before forking
+    ctrl.sendall(b"R")
+    while True:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(ctrl, 16, 1)
+        except (OSError, ConnectionError):
+            break
+        if not msg or not fds:
+            break
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ctrl.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _serve(fds[0])
+            finally:
+                os._exit(0)
+        os.close(fds[0])
+        try:
+            ctrl.sendall(struct.pack("!i", pid))
+        except OSError:
+            break
+    # The parent is gone or closed the pool: end every worker (they share our
+    # process group, see GraderPool) and ourselves.
+    os.killpg(os.getpgid(0), signal.SIGKILL)
+    sys.exit(0)

@@ -1,0 +1,95 @@
+"""Finding ``\\boxed{...}`` answers in untrusted text, in linear time.
+
+Completions are hostile LLM text: any length, unbalanced braces, lone
+surrogates, control characters, ``\\boxed{`` nested thousands of levels deep.
+Nothing here recurses or rescans, so every function is O(len(text)).
+
+Example:
+    >>> extract_boxed(r"so x = \\boxed{\\frac{3}{4}} and y = \\fbox{2}")
+    ['\\\\frac{3}{4}', '2']
+    >>> extract_boxed(r"\\boxed{unclosed")
+    []
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# One token per match: a box opener, an escaped character (``\\{`` is not a
+# brace), or a bare brace. Everything else is skipped by ``finditer``.
+_TOKEN = re.compile(r"\\(?:boxed|fbox)\s*\{|\\.|[{}]", re.DOTALL)
+
+# Characters removed before grading: C0/C1 controls other than whitespace.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+# Cosmetic LaTeX that never changes a value; removed before comparing boxes.
+_COSMETIC = re.compile(
+    r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\[,;:! ]|\\displaystyle|\\mathrm\{\s*\}|\s+|\$"
+)
+
+
+def extract_boxed(text: str) -> list[str]:
+    """Return the contents of every outermost ``\\boxed{...}`` (or ``\\fbox{...}``).
+
+    Braces are matched with escapes (``\\{``, ``\\}``) ignored; a box whose
+    closing brace never comes is dropped. Boxes nested inside a box are part
+    of the outer box's content. Runs in linear time on any input.
+
+    >>> extract_boxed(r"\\boxed{\\{1, 2\\}} or \\boxed {a{b}c}")
+    ['\\\\{1, 2\\\\}', 'a{b}c']
+    >>> extract_boxed(r"\\boxed{\\boxed{5}}")
+    ['\\\\boxed{5}']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"extract_boxed expects a str, got {type(text).__name__}")
+    found: list[str] = []
+    # Stack of open braces: True where the brace opened a box.
+    stack: list[bool] = []
+    starts: list[int] = []  # content start of each open box (parallel to box entries)
+    open_boxes = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token[0] == "\\" and token[-1] == "{" and len(token) > 2:
+            stack.append(True)
+            starts.append(match.end())
+            open_boxes += 1
+        elif token == "{":
+            stack.append(False)
+        elif token == "}":
+            if not stack:
+                continue  # stray closing brace: ignore
+            if stack.pop():
+                start = starts.pop()
+                open_boxes -= 1
+                if open_boxes == 0:
+                    found.append(text[start : match.start()])
+    return found
+
+
+def sanitize(text: str) -> str:
+    """Make arbitrary text safe for parsers: no lone surrogates, no control chars.
+
+    Lone surrogates become ``?``; Unicode is NFKC-normalized so that e.g.
+    full-width digits read as digits.
+
+    >>> sanitize("1\\x00 2\\ud800")
+    '1 2?'
+    """
+    cleaned = text.encode("utf-8", "replace").decode("utf-8")
+    cleaned = _CONTROL.sub("", cleaned)
+    return unicodedata.normalize("NFKC", cleaned)
+
+
+def canonical_box(content: str) -> str:
+    """A cosmetic normal form of a box, used to tell *distinct* boxes apart.
+
+    Only removes what never changes a value (spacing, ``\\left``/``\\right``,
+    ``$``, ``\\dfrac`` vs ``\\frac``, a trailing period).
+
+    >>> canonical_box(r" \\dfrac{1}{2}. ") == canonical_box(r"\\frac{1}{2}")
+    True
+    """
+    out = _COSMETIC.sub("", content)
+    out = out.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    return out.rstrip(".")

@@ -1,0 +1,261 @@
+"""Grade a completion's ``\\boxed{}`` answer against a gold answer.
+
+Only answers inside ``\\boxed{...}`` count. No box, or several *distinct*
+boxes, scores 0.0 and is flagged as a format error. Equivalence is decided by
+math-verify (with a stricter numeric check, see :mod:`flexmg.envs.math.strict`)
+in worker processes with a hard deadline per call (see
+:mod:`flexmg.envs.math._pool`); trivial cases (identical text, two integers)
+are answered in-process. Verdicts are cached (LRU), so are parsed gold answers.
+
+Example:
+    >>> grade(r"7 + 5 = \\boxed{12}", "12")
+    1.0
+    >>> r = grade_detailed(r"\\boxed{3} or \\boxed{4}", "3")
+    >>> (r.score, r.format_error, r.reason)
+    (0.0, True, 'multiple_boxed')
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ._pool import GraderPool
+from .boxed import canonical_box, extract_boxed, sanitize
+
+MAX_BOX_CHARS = 1000  # a final answer longer than this is not an answer
+MAX_DISTINCT_BOXES = 4  # more differently-written boxes than this: a format error
+_MIN_SECONDS = 0.005
+_CACHE_SIZE = 65536
+_INTEGER = re.compile(r"[+-]?\d{1,80}")
+
+REASONS = (
+    "correct",
+    "wrong",
+    "no_boxed",
+    "multiple_boxed",
+    "empty_boxed",
+    "too_long",
+    "unparseable",
+    "timeout",
+    "gold_unparseable",
+    "error",
+)
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    """The verdict on one completion.
+
+    Attributes:
+        score: 1.0 (correct) or 0.0.
+        format_error: True when the completion does not give exactly one
+            usable boxed answer (none, several distinct, empty, too long).
+        reason: one of :data:`REASONS`.
+        extracted: the boxed answer that was graded (None when there is none).
+        detail: a human-readable note on the reason (may be empty).
+    """
+
+    score: float
+    format_error: bool
+    reason: str
+    extracted: str | None
+    detail: str = ""
+
+
+class _VerdictCache:
+    """A thread-safe LRU of (gold, answer) -> (score, reason, detail)."""
+
+    def __init__(self, size: int) -> None:
+        self._data: OrderedDict[tuple[str, str], tuple[float, str, str]] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> tuple[float, str, str] | None:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, str], value: tuple[float, str, str]) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+_cache = _VerdictCache(_CACHE_SIZE)
+_pool: GraderPool | None = None
+_pool_lock = threading.Lock()
+
+
+def _default_workers() -> int:
+    raw = os.environ.get("FLEXMG_GRADER_WORKERS", "1")
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        raise ValueError(f"FLEXMG_GRADER_WORKERS must be a positive integer, got {raw!r}") from None
+
+
+def get_pool() -> GraderPool:
+    """The process-wide grader pool (created on first use; a forked child gets its own).
+
+    Its size is ``FLEXMG_GRADER_WORKERS`` (default 1); see :func:`configure`.
+    """
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._owner_pid != os.getpid() or _pool._closed:
+            _pool = GraderPool(workers=_default_workers())
+        return _pool
+
+
+def configure(workers: int) -> None:
+    """Replace the process-wide pool with one of ``workers`` processes.
+
+    >>> configure(workers=1)
+    """
+    global _pool
+    new = GraderPool(workers=workers)
+    with _pool_lock:
+        old, _pool = _pool, new
+    if old is not None:
+        old.close()
+
+
+def shutdown() -> None:
+    """Stop the grader's worker processes now (they also stop at exit).
+
+    >>> shutdown()
+    """
+    global _pool
+    with _pool_lock:
+        old, _pool = _pool, None
+    if old is not None:
+        old.close()
+
+
+def _after_fork_in_child() -> None:
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@lru_cache(maxsize=8192)
+def _clean_gold(gold: str) -> str:
+    text = sanitize(gold).strip().strip("$").strip()
+    boxes = extract_boxed(text)
+    if len(boxes) == 1 and text.startswith(("\\boxed", "\\fbox")):
+        text = boxes[0].strip()
+    return text
+
+
+def grade_detailed(completion: str, gold: str, timeout: float = 1.0) -> GradeResult:
+    """Grade ``completion`` against ``gold`` and say why.
+
+    Never raises on any completion text; raises TypeError/ValueError on
+    programmer errors (non-str arguments, empty gold, bad timeout).
+
+    >>> grade_detailed(r"\\boxed{\\frac{1}{2^{99}}}", r"\\frac{1}{2^{98}}").reason
+    'wrong'
+    >>> grade_detailed("the answer is 12", "12").reason
+    'no_boxed'
+    """
+    if not isinstance(completion, str):
+        raise TypeError(f"completion must be a str, got {type(completion).__name__}")
+    if not isinstance(gold, str):
+        raise TypeError(f"gold must be a str (e.g. '12' or '\\\\frac{{3}}{{4}}'), got {gold!r}")
+    if not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    gold_clean = _clean_gold(gold)
+    if not gold_clean:
+        raise ValueError(f"gold answer is empty ({gold!r}); every math task needs one")
+
+    deadline = time.monotonic() + timeout
+    boxes = extract_boxed(completion)
+    if not boxes:
+        return GradeResult(0.0, True, "no_boxed", None, "no complete \\boxed{...} found")
+    if any(len(b) > MAX_BOX_CHARS * 4 for b in boxes):  # cheap bound before cleaning
+        return GradeResult(0.0, True, "too_long", None, f"boxed answer over {MAX_BOX_CHARS} chars")
+    unique: dict[str, str] = {}  # canonical form -> cleaned content, last box last
+    for raw in boxes:
+        content = _clean_box(raw)
+        unique.pop(canonical_box(content), None)
+        unique[canonical_box(content)] = content
+    contents = list(unique.values())
+    content = contents[-1]
+    if any(len(c) > MAX_BOX_CHARS for c in contents):
+        return GradeResult(
+            0.0, True, "too_long", content[:200], f"boxed answer over {MAX_BOX_CHARS} chars"
+        )
+    if not content and len(contents) == 1:
+        return GradeResult(0.0, True, "empty_boxed", "", "the box is empty")
+    if len(contents) > 1:
+        # Several boxes that differ in writing: fine if they all mean the same
+        # (``15\frac{39}{40}`` and ``\frac{639}{40}``), a format error otherwise.
+        if len(contents) > MAX_DISTINCT_BOXES or not all(contents):
+            return _multiple(len(contents))
+        for other in contents[:-1]:
+            verdict = _equivalent(other, content, deadline - time.monotonic())
+            if verdict[1] == "timeout":
+                return GradeResult(0.0, False, "timeout", content, verdict[2])
+            if verdict[0] != 1.0:
+                return _multiple(len(contents))
+    score, reason, detail = _equivalent(content, gold_clean, deadline - time.monotonic())
+    return GradeResult(score, False, reason, content, detail)
+
+
+def _multiple(count: int) -> GradeResult:
+    return GradeResult(0.0, True, "multiple_boxed", None, f"{count} different boxed answers")
+
+
+def _clean_box(raw: str) -> str:
+    """Sanitized, stripped box content, with redundant nested boxes removed."""
+    content = sanitize(raw).strip()
+    while content.startswith(("\\boxed", "\\fbox")) and len(content) <= MAX_BOX_CHARS:
+        inner = extract_boxed(content)  # \boxed{\boxed{5}} -> 5
+        if len(inner) != 1 or content[content.find("{") + 1 :] != inner[0] + "}":
+            break
+        content = inner[0].strip()
+    return content
+
+
+def _equivalent(content: str, gold: str, seconds: float) -> tuple[float, str, str]:
+    """(score, reason, detail) of a cleaned answer against a cleaned gold."""
+    # In-process fast paths that math-verify decides the same way.
+    if content == gold:
+        return 1.0, "correct", ""
+    if _INTEGER.fullmatch(content) and _INTEGER.fullmatch(gold):
+        return (1.0, "correct", "") if int(content) == int(gold) else (0.0, "wrong", "")
+    key = (gold, content)
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    if seconds <= _MIN_SECONDS:
+        return 0.0, "timeout", "no time left in the grading deadline"
+    verdict = get_pool().grade(content, gold, seconds)
+    if verdict[1] not in ("timeout", "error"):
+        _cache.put(key, verdict)
+    return verdict
+
+
+def grade(completion: str, gold: str, timeout: float = 1.0) -> float:
+    """1.0 if the completion's single boxed answer equals ``gold``, else 0.0.
+
+    >>> grade(r"\\boxed{0.5}", r"\\frac{1}{2}")
+    1.0
+    """
+    return grade_detailed(completion, gold, timeout).score

@@ -110,10 +110,10 @@ class CodeReward:
 
     def _defines_solution(self, text: str, task: Task) -> bool:
         from flexmg.envs.code import extract_code
+        from flexmg.envs.code.program import defines_name
 
         code = extract_code(text)
-        entry = task.meta.get("entry_point", "")
-        return bool(code) and f"def {entry}" in code
+        return bool(code) and defines_name(code, task.meta.get("entry_point", ""))
 
     def __call__(self, task: Task, transcript: Sequence[TurnRecord]) -> Judgement:
         from flexmg.envs.code import grade_code
@@ -138,16 +138,7 @@ class CodeReward:
                 "sandbox_error": g.sandbox_error,
                 "graded": turn is graded,
             }
-        if result.sandbox_error:
-            feedback = f"The code could not be judged: {result.sandbox_error}"
-        elif result.format_error:
-            feedback = "No ```python code block was found in the final message."
-        else:
-            feedback = f"Hidden tests: {result.passed}/{result.total} passed."
-            if result.details and result.passed < result.total:
-                failing = [d for d in result.details if d][:2]
-                if failing:
-                    feedback += " " + " | ".join(str(d)[:200] for d in failing)
+        feedback = result.feedback()  # counts and failure kinds, never the hidden tests
         done = result.total > 0 and result.passed == result.total
         return Judgement(
             score=float(result.reward),
@@ -176,7 +167,7 @@ class CodeReward:
         if not candidates:
             return "No solution code to test yet."
         code = extract_code(candidates[-1].action) or ""
-        return run_agent_tests(code, turn.action, self.sandbox)
+        return run_agent_tests(code, turn.action, self.sandbox, task=task)
 
     def close(self) -> None:
         if self._sandbox is not None and isinstance(self._sandbox_spec, str):

@@ -1,0 +1,154 @@
+"""Benchmark: HumanEval's 164 canonical solutions through every available sandbox backend.
+
+Prints, per backend, the pass count (must be 164/164), p50/p95 latency of one
+``run_tests`` call and the total wall time, next to an unisolated reference
+harness (one ``multiprocessing.Process`` per task running ``exec``, 2 workers,
+like the original HumanEval harness) measured in the same run.
+
+Run: ``python benchmarks/bench_sandbox.py [--backends local,docker,unsafe] [--repeat 1]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import multiprocessing as mp
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "HumanEval.jsonl.gz"
+
+
+def load_humaneval(path: Path = DATA) -> list[dict]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _reference_child(program: str, ok: mp.Value) -> None:  # type: ignore[type-arg]
+    try:
+        exec(program, {"__name__": "__main__"})  # noqa: S102 - unisolated reference
+        ok.value = 1
+    except BaseException:
+        ok.value = 0
+
+
+def _reference_one(task: dict, timeout: float) -> tuple[bool, float]:
+    program = (
+        task["prompt"]
+        + task["canonical_solution"]
+        + "\n"
+        + task["test"]
+        + f"\ncheck({task['entry_point']})\n"
+    )
+    t0 = time.perf_counter()
+    ok = mp.Value("i", 0)
+    p = mp.Process(target=_reference_child, args=(program, ok))
+    p.start()
+    p.join(timeout)
+    if p.is_alive():
+        p.kill()
+        p.join()
+    return bool(ok.value), time.perf_counter() - t0
+
+
+def run_reference(tasks: list[dict], workers: int, timeout: float) -> dict:
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        out = list(pool.map(lambda t: _reference_one(t, timeout), tasks))
+    wall = time.perf_counter() - t0
+    return _summary(
+        "reference (mp.Process, no isolation)", [o[0] for o in out], [o[1] for o in out], wall
+    )
+
+
+def _summary(name: str, passed: list[bool], lat: list[float], wall: float) -> dict:
+    lat_sorted = sorted(lat)
+    p95 = lat_sorted[min(len(lat_sorted) - 1, int(0.95 * len(lat_sorted)))]
+    return {
+        "name": name,
+        "passed": sum(passed),
+        "total": len(passed),
+        "p50_ms": statistics.median(lat) * 1000,
+        "p95_ms": p95 * 1000,
+        "wall_s": wall,
+    }
+
+
+def run_backend(backend: str, tasks: list[dict], workers: int, timeout: float) -> dict:
+    from flexmg.sandboxes import make_sandbox
+
+    with make_sandbox(backend, workers=workers, timeout=timeout, memory_mb=1024) as sb:
+        # Warm the workers (their start-up is a one-off cost, reported separately).
+        t0 = time.perf_counter()
+        sb.map_tests([("def f(): return 1", ["assert f() == 1"])] * workers)
+        warm = time.perf_counter() - t0
+        lat: dict[int, float] = {}
+        ok: dict[int, bool] = {}
+        failures: list[str] = []
+
+        def one(i: int) -> None:
+            t = tasks[i]
+            s = time.perf_counter()
+            rep = sb.run_tests(t["prompt"] + t["canonical_solution"], t["test"], t["entry_point"])
+            lat[i] = time.perf_counter() - s
+            ok[i] = rep.all_passed
+            if not rep.all_passed:
+                bad = [r for r in rep.results if not r.passed][:1]
+                failures.append(f"{t['task_id']}: {rep.status} {rep.error} {bad}")
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(one, range(len(tasks))))
+        wall = time.perf_counter() - t0
+    res = _summary(
+        backend, [ok[i] for i in range(len(tasks))], [lat[i] for i in range(len(tasks))], wall
+    )
+    res["warmup_s"] = warm
+    res["failures"] = failures
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backends", default="local,docker,unsafe")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=20.0)
+    ap.add_argument("--limit", type=int, default=0, help="only the first N tasks")
+    args = ap.parse_args(argv)
+    if not DATA.exists():
+        print(f"HumanEval data not found at {DATA}", file=sys.stderr)
+        return 2
+    tasks = load_humaneval()
+    if args.limit:
+        tasks = tasks[: args.limit]
+    from flexmg.sandboxes import backend_status
+
+    status = backend_status()
+    rows = [run_reference(tasks, args.workers, args.timeout)]
+    for b in [x.strip() for x in args.backends.split(",") if x.strip()]:
+        why = status.get(b)
+        if why:
+            print(f"[skip] {b}: {why}")
+            continue
+        rows.append(run_backend(b, tasks, args.workers, args.timeout))
+    ref_wall = rows[0]["wall_s"]
+    print(f"HumanEval canonical solutions, {len(tasks)} tasks, {args.workers} workers")
+    print(f"{'backend':40} {'passed':>9} {'p50 ms':>8} {'p95 ms':>8} {'wall s':>7} {'vs ref':>7}")
+    for r in rows:
+        print(
+            f"{r['name']:40} {r['passed']:>4}/{r['total']:<4} {r['p50_ms']:8.1f} {r['p95_ms']:8.1f} "
+            f"{r['wall_s']:7.2f} {r['wall_s'] / ref_wall:6.2f}x"
+            + (f"  (warm-up {r['warmup_s']:.2f} s)" if "warmup_s" in r else "")
+        )
+        for f in r.get("failures", [])[:10]:
+            print("   FAIL", f[:300])
+    bad = [r for r in rows if r["passed"] != r["total"]]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

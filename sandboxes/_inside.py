@@ -1,0 +1,1370 @@
+"""The program that runs *inside* a sandbox (standard library only).
+
+This file is shipped as text: the host starts ``python -I -S -c BOOT SOURCE ROLE CONFIG``
+where ``SOURCE`` is this file, so it must not import flexmg. The host also imports
+it as a module to reuse the codec and framing.
+
+Processes inside one sandbox (one "worker"):
+
+* **zygote** (pid 1 of the sandbox's pid namespace, or a subreaper without one):
+  reads jobs from the host on fd 0, answers on fd 1, enforces the wall-clock
+  deadline and output caps, and after every run kills every other process (except
+  the fork server), empties the scratch directory and System V / POSIX IPC.
+* **fork server**: a pristine interpreter that never sees job data; it forks
+  fresh runners and judges on request (double fork, so they become the zygote's
+  children), which makes a run cost a fork instead of an interpreter start.
+* **runner**: runs the untrusted code. ``exec`` mode runs a program; ``serve``
+  mode loads the solution then answers calls ``fn(*args)`` with plain data.
+* **judge**: runs the tests with every solution function replaced by a proxy that
+  calls into the runner. The judge only ever sees plain data (numbers, str, bool,
+  None, bytes and list/tuple/dict/set of those), so ``__eq__`` spoofing, printed
+  fake results, ``os._exit(0)`` and friends cannot make a test pass. The runner
+  holds no channel to the zygote, and the judge, zygote and fork server are
+  non-dumpable (no ptrace, no /proc/PID/mem from the runner).
+
+Example (the codec, on the host):
+    >>> decode(encode({"a": (1, 2.5, None), "b": {3, 4}})) == {"a": (1, 2.5, None), "b": {3, 4}}
+    True
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+import types
+
+MAX_FRAME = 64 << 20
+_MAX_ITEMS = 1_000_000
+_MAX_DEPTH = 200
+_BIG_INT = 1 << 4000
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+
+# --------------------------------------------------------------------------- codec
+
+
+class NotPlainData(TypeError):
+    """A value is not plain data (numbers, str, bool, None, bytes, containers of those)."""
+
+
+def encode(value: object) -> object:
+    """Plain data -> a JSON-able tagged form (containers become ``[tag, ...]`` lists).
+
+    >>> encode([1, (2, "x")])
+    ['l', 1, ['t', 2, 'x']]
+    """
+    budget = [_MAX_ITEMS]
+    return _enc(value, 0, budget)
+
+
+def _enc(v: object, depth: int, budget: list[int]) -> object:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise NotPlainData("value too large (more than 1,000,000 items)")
+    if depth > _MAX_DEPTH:
+        raise NotPlainData("value nested too deeply (or contains itself)")
+    t = type(v)
+    if v is None or t is bool or t is str or t is float:
+        return v
+    if t is int:
+        return ["x", hex(v)] if abs(v) >= _BIG_INT else v
+    d = depth + 1
+    if t is list:
+        return ["l", *(_enc(x, d, budget) for x in v)]
+    if t is tuple:
+        return ["t", *(_enc(x, d, budget) for x in v)]
+    if t is set:
+        return ["s", *(_enc(x, d, budget) for x in v)]
+    if t is frozenset:
+        return ["f", *(_enc(x, d, budget) for x in v)]
+    if t is dict:
+        return ["d", *([_enc(k, d, budget), _enc(x, d, budget)] for k, x in v.items())]
+    if t is bytes:
+        return ["b", v.hex()]
+    if t is bytearray:
+        return ["B", v.hex()]
+    if t is complex:
+        return ["c", v.real, v.imag]
+    raise NotPlainData(f"not plain data: a value of type {t.__name__}")
+
+
+def decode(obj: object) -> object:
+    """Inverse of :func:`encode`; raises ``ValueError`` on malformed input.
+
+    >>> decode(['s', 1, 2]) == {1, 2}
+    True
+    """
+    return _dec(obj, 0)
+
+
+def _dec(o: object, depth: int) -> object:
+    if depth > _MAX_DEPTH + 2:
+        raise ValueError("encoded value nested too deeply")
+    t = type(o)
+    if o is None or t in (bool, int, float, str):
+        return o
+    if t is not list or not o or type(o[0]) is not str:
+        raise ValueError(f"malformed encoded value of type {t.__name__}")
+    tag, rest, d = o[0], o[1:], depth + 1
+    try:
+        if tag == "l":
+            return [_dec(x, d) for x in rest]
+        if tag == "t":
+            return tuple(_dec(x, d) for x in rest)
+        if tag == "s":
+            return {_dec(x, d) for x in rest}
+        if tag == "f":
+            return frozenset(_dec(x, d) for x in rest)
+        if tag == "d":
+            out = {}
+            for pair in rest:
+                if type(pair) is not list or len(pair) != 2:
+                    raise ValueError("malformed dict item")
+                out[_dec(pair[0], d)] = _dec(pair[1], d)
+            return out
+        if tag == "x" and len(rest) == 1:
+            return int(rest[0], 16)
+        if tag == "b" and len(rest) == 1:
+            return bytes.fromhex(rest[0])
+        if tag == "B" and len(rest) == 1:
+            return bytearray.fromhex(rest[0])
+        if tag == "c" and len(rest) == 2:
+            return complex(rest[0], rest[1])
+    except TypeError as e:  # e.g. an unhashable key
+        raise ValueError(f"malformed encoded value: {e}") from None
+    raise ValueError(f"malformed encoded value with tag {tag!r}")
+
+
+# --------------------------------------------------------------------------- framing
+
+
+def dump_frame(obj: object) -> bytes:
+    """A length-prefixed JSON frame (ASCII-only, so any str survives)."""
+    data = json.dumps(obj, ensure_ascii=True, allow_nan=True).encode("ascii")
+    return struct.pack(">I", len(data)) + data
+
+
+def parse_frame_body(data: bytes) -> object:
+    return json.loads(data.decode("ascii"))
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def write_frame(fd: int, obj: object) -> None:
+    write_all(fd, dump_frame(obj))
+
+
+class FrameTimeout(Exception):
+    """No complete frame arrived before the deadline."""
+
+
+def read_exact(fd: int, n: int, deadline: float | None = None) -> bytes | None:
+    """Read exactly ``n`` bytes; None on EOF; :class:`FrameTimeout` past ``deadline``."""
+    chunks: list[bytes] = []
+    while n > 0:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise FrameTimeout()
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                raise FrameTimeout()
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, deadline: float | None = None) -> object | None:
+    head = read_exact(fd, 4, deadline)
+    if head is None:
+        return None
+    (size,) = struct.unpack(">I", head)
+    if size > MAX_FRAME:
+        raise ValueError(f"frame of {size} bytes is over the {MAX_FRAME} byte limit")
+    body = read_exact(fd, size, deadline)
+    if body is None:
+        return None
+    return parse_frame_body(body)
+
+
+# --------------------------------------------------------------------------- process helpers
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except Exception:
+        pass
+
+
+def _apply_limits(lim: dict, memory_factor: float = 1.0) -> None:
+    import resource
+
+    def setlim(res: int, value: int) -> None:
+        try:
+            resource.setrlimit(res, (value, value))
+        except (ValueError, OSError):
+            pass
+
+    setlim(resource.RLIMIT_CORE, 0)
+    if lim.get("memory_bytes"):
+        setlim(resource.RLIMIT_AS, int(lim["memory_bytes"] * memory_factor))
+    if lim.get("cpu_seconds"):
+        setlim(resource.RLIMIT_CPU, int(lim["cpu_seconds"]))
+    if lim.get("file_bytes"):
+        setlim(resource.RLIMIT_FSIZE, int(lim["file_bytes"]))
+    if lim.get("open_files"):
+        setlim(resource.RLIMIT_NOFILE, int(lim["open_files"]))
+    if lim.get("procs"):
+        setlim(resource.RLIMIT_NPROC, int(lim["procs"]))
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
+def _reset_signals() -> None:
+    for sig in range(1, signal.NSIG):
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError, RuntimeError):
+            pass
+    # Writing past RLIMIT_FSIZE then fails with EFBIG instead of killing silently.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def _rebind_stdio() -> None:
+    sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+
+
+def _flush_stdio() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def _format_exc(e: BaseException, skip_frames: int = 1) -> str:
+    tb = e.__traceback__
+    for _ in range(skip_frames):
+        tb = tb.tb_next if tb is not None else None
+    try:
+        return "".join(traceback.format_exception(type(e), e, tb))
+    except BaseException:
+        return f"{type(e).__name__}\n"
+
+
+def _exc_line(e: BaseException) -> str:
+    try:
+        text = str(e)
+    except BaseException:
+        text = ""
+    text = text[:2000]
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _exec_python(role: str, config: dict, fds: list[int]) -> None:
+    """In a forked child: move ``fds`` to 0..n-1 and exec a fresh interpreter in ``role``."""
+    _place_fds(fds)
+    src = sys.argv[1]
+    argv = [sys.executable, "-I", "-S", "-c", BOOT, src, role, json.dumps(config)]
+    os.execve(sys.executable, argv, config.get("env") or {})
+
+
+BOOT = "import sys;exec(compile(sys.argv[1],'<flexmg-sandbox>','exec'))"
+
+
+def _place_fds(fds: list[int]) -> None:
+    import fcntl
+
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, len(fds)) for fd in fds]  # all >= n: no clobbering
+    for i, fd in enumerate(high):
+        os.dup2(fd, i)
+    os.closerange(len(fds), 65536)
+
+
+# --------------------------------------------------------------------------- runner
+
+
+def runner_main(config: dict) -> None:
+    """fds: 0 stdin, 1 stdout, 2 stderr, 3 job/calls in, 4 replies out."""
+    _rebind_stdio()
+    try:
+        job = read_frame(3)
+    except Exception:
+        job = None
+    if not isinstance(job, dict):
+        os._exit(0)
+    _apply_limits(job.get("limits") or {})
+    _prctl(PR_SET_DUMPABLE, 1)  # untrusted anyway; lets it read its own /proc/self files
+    try:
+        os.chdir(job["workdir"])
+    except OSError:
+        pass
+    os.environ.clear()
+    os.environ.update(config.get("env") or {})
+    os.environ["HOME"] = job["workdir"]
+    if job.get("mode") == "serve":
+        _runner_serve(job)
+    else:
+        _runner_exec(job)
+
+
+def _runner_exec(job: dict) -> None:
+    ns = {"__name__": "__main__", "__builtins__": builtins}
+    code = job["code"]
+    rc = 0
+    try:
+        exec(compile(code, "<solution>", "exec"), ns)  # noqa: S102 - this is the sandbox
+    except SystemExit as e:
+        rc = _exit_code(e)
+    except MemoryError as e:
+        _note(b"M")
+        sys.stderr.write(_format_exc(e))
+        rc = 1
+    except BaseException as e:
+        sys.stderr.write(_format_exc(e))
+        rc = 1
+    try:
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            threading._shutdown()  # wait for non-daemon threads, as python does
+    except BaseException:
+        pass
+    _flush_stdio()
+    os._exit(rc)
+
+
+def _note(tag: bytes) -> None:
+    try:
+        os.write(4, tag)
+    except OSError:
+        pass
+
+
+def _exit_code(e: SystemExit) -> int:
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        sys.stderr.write(f"{code}\n")
+    except BaseException:
+        pass
+    return 1
+
+
+def _runner_serve(job: dict) -> None:
+    ns: dict = {"__name__": "__main__", "__builtins__": builtins}
+    try:
+        exec(compile(job["code"], "<solution>", "exec"), ns)  # noqa: S102
+    except BaseException as e:
+        sys.stderr.write(_format_exc(e))
+        _flush_stdio()
+        kind = "oom" if isinstance(e, MemoryError) else "error"
+        try:
+            write_frame(4, {"load_error": _exc_line(e), "kind": kind})
+        except BaseException:
+            pass
+        os._exit(1)
+    functions = sorted(
+        k
+        for k, v in list(ns.items())
+        if isinstance(k, str) and callable(v) and not isinstance(v, types.ModuleType)
+    )
+    modules = {
+        k: v.__name__
+        for k, v in list(ns.items())
+        if isinstance(k, str) and isinstance(v, types.ModuleType)
+    }
+    _flush_stdio()
+    write_frame(4, {"loaded": True, "functions": functions, "modules": modules})
+    while True:
+        try:
+            req = read_frame(3)
+        except Exception:
+            req = None
+        if not isinstance(req, dict):
+            os._exit(0)
+        try:
+            fn = ns[req["fn"]]
+            args = decode(req["args"])
+            kwargs = decode(req["kwargs"])
+            result = fn(*args, **kwargs)
+            try:
+                reply = {"ok": encode(result)}
+            except NotPlainData as e:
+                reply = {
+                    "exc": "TypeError",
+                    "msg": f"the solution returned a value that is not plain data ({e})",
+                }
+        except MemoryError:
+            reply = {"exc": "MemoryError", "msg": "out of memory"}
+        except BaseException as e:
+            try:
+                msg = str(e)[:2000]
+            except BaseException:
+                msg = ""
+            reply = {"exc": type(e).__name__, "msg": msg}
+        _flush_stdio()
+        write_frame(4, reply)
+
+
+# --------------------------------------------------------------------------- judge
+
+
+class _TestTimeout(Exception):
+    pass
+
+
+class _RunnerDied(Exception):
+    pass
+
+
+class CandidateError(Exception):
+    """An exception raised by the solution whose type is not a builtin exception."""
+
+
+class _Proxy:
+    def __init__(self, judge: Judge, name: str) -> None:
+        self._judge = judge
+        self.__name__ = name
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        return self._judge.call(self.__name__, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<solution function {self.__name__}>"
+
+
+class Judge:
+    """Runs test units against a runner process, talking plain data only."""
+
+    def __init__(self, job: dict, config: dict, wfd: int, rfd: int) -> None:
+        self.job = job
+        self.config = config
+        self.wfd: int | None = wfd
+        self.rfd: int | None = rfd
+        self.runner_pid: int | None = None
+        self.test_deadline = 0.0
+        self.load_info: dict | None = None
+        self.load_error: str | None = None
+        self.load_kind = "error"
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> object:
+        try:
+            payload = {"fn": name, "args": encode(list(args)), "kwargs": encode(dict(kwargs))}
+        except NotPlainData as e:
+            raise TypeError(
+                f"the test passes a value that is not plain data to {name}: {e}"
+            ) from None
+        self._ensure_runner()
+        reply = self._ask(payload)
+        if "ok" in reply:
+            return decode(reply["ok"])
+        exc_name, msg = str(reply.get("exc")), str(reply.get("msg", ""))
+        cls = getattr(builtins, exc_name, None)
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            try:
+                raise cls(msg)
+            except TypeError:
+                pass
+        raise CandidateError(f"{exc_name}: {msg}" if msg else exc_name)
+
+    def _ask(self, payload: dict) -> dict:
+        try:
+            write_frame(self.wfd, payload)
+            reply = read_frame(self.rfd, self.test_deadline)
+        except FrameTimeout:
+            self._kill_runner()
+            raise _TestTimeout() from None
+        except (OSError, ValueError):
+            reply = None
+        if not isinstance(reply, dict):
+            self._kill_runner()
+            raise _RunnerDied("the solution process died or broke the call protocol")
+        return reply
+
+    def _kill_runner(self) -> None:
+        for fd in (self.wfd, self.rfd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.wfd = self.rfd = None
+        pid, self.runner_pid = self.runner_pid, None
+        if pid:
+            for target in (-pid, pid):
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def _ensure_runner(self) -> None:
+        if self.wfd is not None and self.load_info is not None:
+            return
+        if self.wfd is None:
+            self._spawn_runner()
+        reply = None
+        try:
+            write_frame(self.wfd, self.job["runner_job"])
+            reply = read_frame(self.rfd, self.test_deadline)
+        except FrameTimeout:
+            self._kill_runner()
+            self.load_error = "loading the solution took longer than the time limit"
+            self.load_kind = "timeout"
+            raise _TestTimeout() from None
+        except (OSError, ValueError):
+            reply = None
+        if not isinstance(reply, dict) or not reply.get("loaded"):
+            self._kill_runner()
+            if isinstance(reply, dict) and "load_error" in reply:
+                self.load_error = "the solution failed to load: " + str(reply["load_error"])
+                self.load_kind = "oom" if reply.get("kind") == "oom" else "error"
+            else:
+                self.load_error = "the solution process exited or died while loading"
+            raise _RunnerDied(self.load_error)
+        self.load_info = reply
+
+    def _spawn_runner(self) -> None:
+        ci_r, ci_w = os.pipe()
+        co_r, co_w = os.pipe()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setpgid(0, 0)
+                _exec_python("runner", self.config, [devnull, 1, 2, ci_r, co_w])
+            finally:
+                os._exit(127)
+        for fd in (ci_r, co_w, devnull):
+            os.close(fd)
+        self.wfd, self.rfd, self.runner_pid = ci_w, co_r, pid
+
+    def run(self) -> dict:
+        job = self.job
+        start = time.monotonic()
+        run_deadline = start + float(job["timeout"])
+        test_timeout = float(job["test_timeout"])
+        results: list[dict] = []
+        ns: dict = {"__builtins__": builtins, "__name__": "__flexmg_tests__"}
+        self.test_deadline = min(run_deadline, start + test_timeout)
+        try:
+            self._ensure_runner()
+        except (_TestTimeout, _RunnerDied):
+            pass
+        if self.load_info is None:
+            return {"load_error": self.load_error, "load_kind": self.load_kind, "results": []}
+        for alias, modname in (self.load_info.get("modules") or {}).items():
+            if str(modname).split(".")[0] in sys.stdlib_module_names:
+                try:
+                    ns[alias] = __import__(modname, fromlist=["_"])
+                except BaseException:
+                    pass
+        for name in self.load_info.get("functions") or []:
+            ns[name] = _Proxy(self, name)
+        entry = job.get("entry_point")
+        if entry:
+            if entry not in ns or not isinstance(ns[entry], _Proxy):
+                return {
+                    "load_error": f"the solution does not define a function named {entry!r}",
+                    "load_kind": "error",
+                    "results": [],
+                }
+            ns[job.get("candidate_name") or "candidate"] = ns[entry]
+        setup_error = None
+        if job.get("setup"):
+            self.test_deadline = min(run_deadline, time.monotonic() + test_timeout)
+            try:
+                exec(compile(job["setup"], "<tests>", "exec"), ns)  # noqa: S102
+            except BaseException as e:
+                setup_error = "the test setup failed: " + _exc_line(e)
+        for unit in job["units"]:
+            now = time.monotonic()
+            if setup_error is not None:
+                if unit["kind"] == "test":
+                    results.append({"status": "error", "message": setup_error})
+                continue
+            if now >= run_deadline:
+                if unit["kind"] == "test":
+                    results.append(
+                        {"status": "timeout", "message": "not run: the time limit was used up"}
+                    )
+                continue
+            self.test_deadline = min(run_deadline, now + test_timeout)
+            outcome = self._run_unit(unit, ns)
+            if unit["kind"] == "test":
+                results.append(outcome)
+            elif outcome["status"] != "pass":
+                setup_error = "a setup statement failed: " + outcome["message"]
+        return {"results": results, "load_error": None}
+
+    def _run_unit(self, unit: dict, ns: dict) -> dict:
+        try:
+            if unit.get("eq"):
+                left = eval(compile(unit["eq"][0], "<test>", "eval"), ns)  # noqa: S307
+                right = eval(compile(unit["eq"][1], "<test>", "eval"), ns)  # noqa: S307
+                try:
+                    return {"status": "compare", "left": encode(left), "right": encode(right)}
+                except NotPlainData:
+                    same = bool(left == right)
+                    if same:
+                        return {"status": "pass", "message": ""}
+                    return {"status": "fail", "message": "the two sides differ"}
+            exec(compile(unit["src"], "<test>", "exec"), ns)  # noqa: S102
+            return {"status": "pass", "message": ""}
+        except _TestTimeout:
+            return {"status": "timeout", "message": "the test took longer than its time limit"}
+        except _RunnerDied as e:
+            return {"status": "crash", "message": str(e)}
+        except MemoryError:
+            return {"status": "oom", "message": "the solution ran out of memory"}
+        except AssertionError as e:
+            msg = _exc_line(e)
+            return {
+                "status": "fail",
+                "message": msg if msg != "AssertionError" else "assert failed",
+            }
+        except RecursionError as e:
+            return {"status": "error", "message": _exc_line(e)}
+        except BaseException as e:
+            return {"status": "error", "message": _exc_line(e)}
+
+
+def judge_main(config: dict) -> None:
+    """fds: 0 null, 1/2 captured output, 3 job in, 4 verdict out, 5 runner in, 6 runner out."""
+    _rebind_stdio()
+    try:
+        job = read_frame(3)
+    except Exception:
+        job = None
+    if not isinstance(job, dict):
+        os._exit(0)
+    _apply_limits(job.get("judge_limits") or {})
+    try:
+        os.chdir(job["runner_job"]["workdir"])
+    except OSError:
+        pass
+    sys.setrecursionlimit(10_000)
+    try:
+        verdict = Judge(job, config, 5, 6).run()
+    except BaseException as e:
+        verdict = {"judge_error": _exc_line(e), "results": []}
+    _flush_stdio()
+    try:
+        write_frame(4, verdict)
+    except BaseException:
+        pass
+    os._exit(0)
+
+
+# --------------------------------------------------------------------------- fork server
+
+
+def forkserver_main(config: dict) -> None:
+    """fd 3: a unix socket from the zygote; each message (role, fds) -> one fresh child."""
+    _prctl(PR_SET_DUMPABLE, 0)
+    for sig in range(1, signal.NSIG):
+        if sig not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (OSError, ValueError, RuntimeError):
+                pass
+    sock = socket.socket(fileno=3)
+    os.chdir("/")
+    import fcntl  # noqa: F401 - imported once here, so children start faster
+    import gc
+    import resource  # noqa: F401
+
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN)
+    poller.register(wake_r, select.POLLIN)
+    gc.collect()
+    gc.freeze()
+    while True:
+        for fd, _ in poller.poll():
+            if fd == wake_r:
+                try:
+                    while os.read(wake_r, 512):
+                        pass
+                except OSError:
+                    pass
+            else:
+                _forkserver_spawn(sock, config)
+        records = []
+        while True:  # report every exit, so the zygote learns statuses of our children
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            records.append(struct.pack(">cii", b"X", pid, status))
+        if records:
+            try:
+                sock.sendall(b"".join(records))
+            except OSError:
+                os._exit(0)
+
+
+def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
+    """One request "role:nfds,role:nfds" with fds: fork one child per role."""
+    try:
+        msg, fds, _, _ = socket.recv_fds(sock, 256, 64)
+    except OSError:
+        os._exit(0)
+    if not msg:
+        os._exit(0)
+    records, at = [], 0
+    for item in msg.decode().split(","):
+        role, n = item.split(":")
+        mine = fds[at : at + int(n)]
+        at += int(n)
+        child = os.fork()
+        if child == 0:
+            try:
+                signal.set_wakeup_fd(-1)
+                sock.close()
+                _reset_signals()
+                os.setpgid(0, 0)
+                _place_fds(mine)
+                os.environ.clear()
+                os.environ.update(config.get("env") or {})
+                (runner_main if role == "runner" else judge_main)(config)
+            finally:
+                os._exit(127)
+        records.append(struct.pack(">cii", b"S", child, 0))
+    for fd in fds:
+        os.close(fd)
+    try:
+        sock.sendall(b"".join(records))
+    except OSError:
+        os._exit(0)
+
+
+# --------------------------------------------------------------------------- zygote
+
+
+class Zygote:
+    """The per-sandbox supervisor (see the module docstring)."""
+
+    def __init__(self, config: dict) -> None:
+        self.config = config
+        self.tmp_root = config["tmp_root"]
+        self.pid1 = os.getpid() == 1
+        self.inp = os.dup(0)
+        self.out = os.dup(1)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1) if config.get("debug") else (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+        _prctl(PR_SET_DUMPABLE, 0)
+        if not self.pid1:
+            _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        os.set_blocking(self.wake_r, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(self.wake_w)
+        self.exited: dict[int, int] = {}
+        self.fs_pid: int | None = None
+        self.fs_sock: socket.socket | None = None
+        self.fs_buf = bytearray()
+        self.fs_starts = 0
+        self.spawned: list[int] = []
+        self.counter = 0
+        self.spare: dict | None = None
+        self._start_forkserver()
+
+    # ---- helpers
+    def _start_forkserver(self) -> None:
+        if self.fs_sock is not None:
+            self.fs_sock.close()
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                parent.close()
+                _exec_python(
+                    "forkserver",
+                    self.config,
+                    [os.open(os.devnull, os.O_RDWR), 1, 2, child.fileno()],
+                )
+            finally:
+                os._exit(127)
+        child.close()
+        self.fs_starts += 1
+        parent.settimeout(10.0)
+        self.fs_pid, self.fs_sock = pid, parent
+        self.fs_buf = bytearray()
+
+    def _spawn(self, plan: list[tuple[str, list[int]]]) -> list[int]:
+        """Start fresh children of the fork server: one per (role, fds); their pids."""
+        msg = ",".join(f"{role}:{len(fds)}" for role, fds in plan).encode()
+        all_fds = [fd for _, fds in plan for fd in fds]
+        for attempt in range(2):
+            try:
+                self.fs_sock.settimeout(10.0)
+                socket.send_fds(self.fs_sock, [msg], all_fds)
+                self.spawned = []
+                while len(self.spawned) < len(plan):
+                    self._fs_pump(block=True)
+                return list(self.spawned)
+            except OSError:
+                if attempt:
+                    raise
+                self._kill_pid(self.fs_pid)
+                self._start_forkserver()
+        raise OSError("unreachable")
+
+    def _fs_pump(self, block: bool = False) -> None:
+        """Read the fork server's records: spawned pids and exit statuses."""
+        if self.fs_sock is None:
+            return
+        try:
+            if not block and not select.select([self.fs_sock], [], [], 0)[0]:
+                return
+            chunk = self.fs_sock.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            if block:
+                raise OSError("the fork server closed its socket")
+            return
+        self.fs_buf.extend(chunk)
+        while len(self.fs_buf) >= 9:
+            kind, pid, status = struct.unpack(">cii", bytes(self.fs_buf[:9]))
+            del self.fs_buf[:9]
+            if kind == b"S":
+                self.exited.pop(pid, None)  # an earlier exit record was for an older process
+                self.spawned.append(pid)
+            else:
+                self.exited[pid] = status
+
+    def _kill_pid(self, pid: int | None) -> None:
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.exited[pid] = status
+            if pid == self.fs_pid:
+                self.fs_pid = None
+
+    def _drain_wake(self) -> None:
+        try:
+            while os.read(self.wake_r, 4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    # ---- cleanup between runs
+    def _victims(self) -> list[int]:
+        """Every live process of the last run (zombies are left to their reapers)."""
+        me = os.getpid()
+        keep = {me, self.fs_pid}
+        out = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            if pid in keep:
+                continue
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    stat = f.read()
+                fields = stat[stat.rindex(b")") + 2 :].split()
+                ppid = int(fields[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if fields[0] in (b"Z", b"X"):
+                continue
+            if self.pid1 or ppid in keep:
+                out.append(pid)
+        return out
+
+    def _census(self) -> int:
+        """Live processes besides the zygote, the fork server and the idle runner/judge."""
+        spare = set() if self.spare is None else {self.spare["runner"], self.spare["judge"]}
+        return len(set(self._victims()) - spare)
+
+    def _kill_everything(self) -> int:
+        killed = 0
+        for _ in range(10_000):
+            victims = self._victims()
+            if not victims:
+                break
+            for pid in victims:
+                self._kill_pid(pid)
+                killed += 1
+            for pid in victims:
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+                except OSError:
+                    pass
+            self._reap()
+        self._reap()
+        if self.fs_pid:
+            try:
+                os.kill(self.fs_pid, signal.SIGCONT)
+            except OSError:
+                self.fs_pid = None
+        self._fs_pump()
+        return killed
+
+    def _clean_files(self) -> None:
+        import shutil
+
+        def fix(func: object, path: str, _exc: object) -> None:
+            # The run may have chmod-ed directories to 0: we own them, so undo it.
+            for p in (os.path.dirname(path), path):
+                try:
+                    if os.path.isdir(p) and not os.path.islink(p) and p not in roots:
+                        os.chmod(p, 0o700)
+                except OSError:
+                    pass
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+            except OSError:
+                pass
+
+        roots = {self.tmp_root, *self.config.get("extra_clean", [])}
+        for root in [self.tmp_root, *self.config.get("extra_clean", [])]:
+            try:
+                os.chmod(root, 0o1777 if self.pid1 else 0o700)
+            except OSError:
+                pass
+            try:
+                names = os.listdir(root)
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(root, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, onerror=fix)
+                else:
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass
+        self._clean_ipc()
+
+    def _clean_ipc(self) -> None:
+        if not self.config.get("clean_ipc"):
+            return
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+        except Exception:
+            return
+        ipc_rmid = 0
+        for kind, fn, id_col in (("shm", "shmctl", 1), ("sem", "semctl", 1), ("msg", "msgctl", 1)):
+            try:
+                with open(f"/proc/sysvipc/{kind}") as f:
+                    rows = f.read().splitlines()[1:]
+            except OSError:
+                continue
+            for row in rows:
+                try:
+                    ident = int(row.split()[id_col])
+                    if kind == "sem":
+                        libc.semctl(ident, 0, ipc_rmid)
+                    else:
+                        getattr(libc, fn)(ident, ipc_rmid, None)
+                except (ValueError, IndexError, OSError):
+                    pass
+        try:
+            for name in os.listdir("/dev/mqueue"):
+                try:
+                    os.unlink(os.path.join("/dev/mqueue", name))
+                except OSError:
+                    pass
+        except OSError:
+            pass
+
+    # ---- one job
+    def _prepare(self) -> dict:
+        """Spawn an idle runner and judge for the next job.
+
+        Called only between runs, when no untrusted process exists, so nothing can
+        tamper with them; they wait for their job on a pipe.
+        """
+        opened: list[int] = []
+
+        def pipe() -> tuple[int, int]:
+            r, w = os.pipe()
+            opened.extend((r, w))
+            return r, w
+
+        try:
+            out_r, out_w = pipe()
+            err_r, err_w = pipe()
+            ci_r, ci_w = pipe()
+            co_r, co_w = pipe()
+            si_r, si_w = pipe()
+            ji_r, ji_w = pipe()
+            jo_r, jo_w = pipe()
+            devnull = os.open(os.devnull, os.O_RDWR)
+            opened.append(devnull)
+            runner, judge = self._spawn(
+                [
+                    ("runner", [si_r, out_w, err_w, ci_r, co_w]),
+                    ("judge", [devnull, out_w, err_w, ji_r, jo_w, ci_w, co_r]),
+                ]
+            )
+        except BaseException:
+            for fd in opened:
+                self._close(fd)
+            raise
+        for fd in (si_r, out_w, err_w, ci_r, co_w, ji_r, jo_w, devnull):
+            self._close(fd)
+        return {
+            "runner": runner,
+            "judge": judge,
+            "out_r": out_r,
+            "err_r": err_r,
+            "ci_w": ci_w,
+            "co_r": co_r,
+            "si_w": si_w,
+            "ji_w": ji_w,
+            "jo_r": jo_r,
+        }
+
+    def _drop_spare(self) -> None:
+        spare, self.spare = self.spare, None
+        if spare:
+            for key in ("out_r", "err_r", "ci_w", "co_r", "si_w", "ji_w", "jo_r"):
+                self._close(spare[key])
+
+    def handle(self, job: dict) -> dict:
+        self.counter += 1
+        workdir = os.path.join(self.tmp_root, f"run{self.counter}")
+        os.mkdir(workdir, 0o700)
+        mode = job["mode"]
+        cap = int(job["max_output_bytes"])
+        runner_job = {
+            "mode": "serve" if mode == "tests" else "exec",
+            "code": job["code"],
+            "workdir": workdir,
+            "limits": job["limits"],
+        }
+        try:
+            if self.spare is None:
+                self.spare = self._prepare()
+            sp = self.spare
+            self.spare = None
+        except OSError as e:
+            self._drop_spare()
+            self._kill_everything()
+            self._clean_files()
+            return {"status": "sandbox_error", "error": f"could not start the run: {e}"}
+        runner, judge = sp["runner"], sp["judge"]
+        stdin_data = b""
+        si_w = sp["si_w"]
+        t0 = time.monotonic()
+        try:
+            if mode == "tests":
+                for key in ("ci_w", "co_r", "si_w"):
+                    self._close(sp[key])
+                si_w = None
+                write_frame(sp["ji_w"], {**job, "runner_job": runner_job})
+                keep = [sp["out_r"], sp["err_r"], sp["jo_r"]]
+                self._close(sp["ji_w"])
+            else:
+                self._kill_pid(judge)
+                judge = None
+                for key in ("ji_w", "jo_r"):
+                    self._close(sp[key])
+                write_frame(sp["ci_w"], runner_job)
+                self._close(sp["ci_w"])
+                keep = [sp["out_r"], sp["err_r"], sp["co_r"]]
+                if job.get("stdin") is not None:
+                    stdin_data = str(job["stdin"]).encode("utf-8", "surrogatepass")
+                    keep.append(si_w)
+                else:
+                    self._close(si_w)
+                    si_w = None
+        except OSError as e:
+            for key in ("out_r", "err_r", "ci_w", "co_r", "si_w", "ji_w", "jo_r"):
+                self._close(sp[key])
+            self._kill_everything()
+            self._clean_files()
+            return {"status": "sandbox_error", "error": f"could not start the run: {e}"}
+        verdict_r = sp["jo_r"] if mode == "tests" else None
+        res = self._watch(
+            job,
+            mode,
+            t0,
+            runner,
+            judge,
+            sp["out_r"],
+            sp["err_r"],
+            sp["co_r"],
+            verdict_r,
+            si_w,
+            stdin_data,
+            cap,
+        )
+        for fd in keep:
+            self._close(fd)
+        res["killed"] = self._kill_everything()
+        self._clean_files()
+        return res
+
+    @staticmethod
+    def _close(fd: int) -> None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+    def _watch(
+        self, job, mode, t0, runner, judge, out_r, err_r, co_r, verdict_r, si_w, stdin_data, cap
+    ) -> dict:
+        timeout = float(job["timeout"])
+        deadline = t0 + timeout + (float(job.get("grace", 1.0)) if mode == "tests" else 0.0)
+        out, err, verdict = bytearray(), bytearray(), bytearray()
+        notes = bytearray()
+        status = None
+        readers = {out_r: out, err_r: err}
+        if mode == "exec":
+            readers[co_r] = notes
+        else:
+            readers[verdict_r] = verdict
+        open_readers = set(readers)
+        stdin_view = memoryview(stdin_data)
+        if si_w is not None:
+            os.set_blocking(si_w, False)
+            if not stdin_view:
+                self._close(si_w)
+                si_w = None
+        poller = select.poll()
+        for fd in open_readers:
+            poller.register(fd, select.POLLIN)
+        poller.register(self.wake_r, select.POLLIN)
+        fs_fd = self.fs_sock.fileno() if self.fs_sock is not None else -1
+        if fs_fd >= 0:
+            poller.register(fs_fd, select.POLLIN)
+        if si_w is not None:
+            poller.register(si_w, select.POLLOUT)
+        end = None
+        while True:
+            self._reap()
+            if mode == "exec" and runner in self.exited:
+                end = time.monotonic()
+                break
+            if mode == "tests" and _frame_complete(verdict):
+                end = time.monotonic()
+                break
+            if mode == "tests" and verdict_r not in open_readers and judge in self.exited:
+                end = time.monotonic()
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                status = "timeout"
+                break
+            events = poller.poll(min(left, 1.0) * 1000)
+            for fd, ev in events:
+                if fd == self.wake_r:
+                    self._drain_wake()
+                    continue
+                if fd == fs_fd:
+                    self._fs_pump()
+                    if ev & (select.POLLHUP | select.POLLERR):
+                        poller.unregister(fs_fd)
+                    continue
+                if fd == si_w:
+                    try:
+                        n = os.write(si_w, stdin_view[: 1 << 16])
+                        stdin_view = stdin_view[n:]
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError:
+                        stdin_view = stdin_view[:0]
+                    if not stdin_view:
+                        poller.unregister(si_w)
+                        self._close(si_w)
+                        si_w = None
+                    continue
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    poller.unregister(fd)
+                    open_readers.discard(fd)
+                    continue
+                readers[fd].extend(chunk)
+                if len(out) + len(err) > cap:
+                    status = "output_limit"
+                if len(verdict) > MAX_FRAME:
+                    status = "sandbox_error"
+            if status:
+                break
+        duration = (end or time.monotonic()) - t0
+        if si_w is not None:
+            self._close(si_w)
+        if status is None:  # drain what is already buffered, without waiting
+            for fd in list(open_readers):
+                if fd == verdict_r:
+                    continue
+                os.set_blocking(fd, False)
+                try:
+                    while len(out) + len(err) <= cap:
+                        chunk = os.read(fd, 1 << 16)
+                        if not chunk:
+                            break
+                        readers[fd].extend(chunk)
+                except OSError:
+                    pass
+            if len(out) + len(err) > cap:
+                status = "output_limit"
+        res: dict = {
+            "duration": duration,
+            "stdout": bytes(out[:cap]).decode("utf-8", "replace"),
+            "stderr": bytes(err[: max(0, cap - len(out))]).decode("utf-8", "replace"),
+            "truncated": len(out) + len(err) > cap,
+        }
+        if mode == "exec":
+            st = self.exited.get(runner)
+            res["status"] = status
+            if st is not None:
+                res["exit_code"] = os.waitstatus_to_exitcode(st)
+            res["oom"] = b"M" in notes
+        else:
+            res["status"] = status
+            if _frame_complete(verdict):
+                try:
+                    res["verdict"] = parse_frame_body(bytes(verdict[4:]))
+                except ValueError:
+                    res["verdict"] = None
+            st = self.exited.get(judge)
+            if st is not None:
+                res["judge_exit"] = os.waitstatus_to_exitcode(st)
+        return res
+
+    def serve(self) -> None:
+        try:
+            self.spare = self._prepare()
+        except OSError:
+            self.spare = None
+        write_frame(self.out, {"ready": True, "pid": os.getpid(), "python": sys.version})
+        while True:
+            try:
+                job = read_frame(self.inp)
+            except (OSError, ValueError):
+                job = None
+            if not isinstance(job, dict):
+                os._exit(0)
+            if job.get("op") == "ping":
+                self._reap()
+                reply = {"pong": True, "procs": self._census(), "fs_starts": self.fs_starts}
+            else:
+                self._reap()
+                if self.fs_pid is None:
+                    self._drop_spare()
+                    self._start_forkserver()
+                try:
+                    reply = self.handle(job)
+                except BaseException as e:
+                    self._drop_spare()
+                    self._kill_everything()
+                    self._clean_files()
+                    reply = {"status": "sandbox_error", "error": "zygote: " + _exc_line(e)}
+            reply["id"] = job.get("id")
+            self.exited.clear()
+            try:
+                write_frame(self.out, reply)
+            except OSError:
+                os._exit(0)
+            if self.spare is None:
+                try:
+                    if self.fs_pid is None:
+                        self._start_forkserver()
+                    self.spare = self._prepare()
+                except OSError:
+                    self.spare = None
+
+
+def _frame_complete(buf: bytearray) -> bool:
+    if len(buf) < 4:
+        return False
+    (size,) = struct.unpack(">I", bytes(buf[:4]))
+    return len(buf) >= 4 + size
+
+
+def zygote_main(config: dict) -> None:
+    drop = config.get("drop_to_uid")
+    if drop is not None and os.getuid() == 0:
+        os.setgroups([])
+        os.setgid(int(drop))
+        os.setuid(int(drop))
+    Zygote(config).serve()
+
+
+def _main() -> None:
+    role = sys.argv[2]
+    config = json.loads(sys.argv[3])
+    if role == "zygote":
+        zygote_main(config)
+    elif role == "forkserver":
+        forkserver_main(config)
+    elif role == "runner":
+        _reset_signals()
+        runner_main(config)
+    else:
+        raise SystemExit(f"unknown role {role!r}")
+
+
+if __name__ == "<flexmg-sandbox>" or (__name__ == "__main__" and len(sys.argv) > 3):
+    _main()

@@ -1,0 +1,70 @@
+"""``flexmg sandbox ...`` commands: ``build-image`` and ``status``.
+
+The coordinator wires :func:`add_commands` into the ``flexmg`` console script;
+``python -m flexmg.sandboxes`` runs the same commands.
+
+Example:
+    >>> import argparse
+    >>> ap = argparse.ArgumentParser(prog="flexmg")
+    >>> add_commands(ap.add_subparsers(dest="command"))
+    >>> ap.parse_args(["sandbox", "status"]).sandbox_command
+    'status'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def _status(args: argparse.Namespace) -> int:
+    from .factory import backend_status
+
+    status = backend_status()
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        for name, why in status.items():
+            if name == "unsafe":
+                print(f"{name:7} works (no isolation: only when asked for by name)")
+            else:
+                print(f"{name:7} {'works' if why is None else 'unavailable: ' + why}")
+        auto = "docker" if status["docker"] is None else "local"
+        print(f"auto    -> {auto}")
+    return 0 if status["local"] is None or status["docker"] is None else 1
+
+
+def _build(args: argparse.Namespace) -> int:
+    from .image import main as image_main
+
+    return image_main(["build"])
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add the ``sandbox`` command (subcommands ``build-image``, ``status``) to ``subparsers``."""
+    p = subparsers.add_parser(
+        "sandbox",
+        help="sandboxes for untrusted code",
+        description="Manage the sandboxes that run agent code.",
+    )
+    sub = p.add_subparsers(dest="sandbox_command", required=True)
+    b = sub.add_parser("build-image", help="build the Docker sandbox image offline")
+    b.set_defaults(func=_build)
+    s = sub.add_parser("status", help="which backends work here, and why not")
+    s.add_argument("--json", action="store_true", help="print a JSON object")
+    s.set_defaults(func=_status)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m flexmg.sandboxes``."""
+    ap = argparse.ArgumentParser(prog="python -m flexmg.sandboxes")
+    sub = ap.add_subparsers(dest="command", required=True)
+    add_commands(sub)
+    # Allow both `python -m flexmg.sandboxes status` and `... sandbox status`.
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] != "sandbox" and not argv[0].startswith("-"):
+        argv = ["sandbox", *argv]
+    args = ap.parse_args(argv)
+    return int(args.func(args))

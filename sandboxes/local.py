@@ -1,0 +1,218 @@
+"""The embedded default backend: bubblewrap namespaces + a per-worker cgroup.
+
+Each worker is one ``bwrap`` sandbox: new user, pid, net, ipc, uts, mount and
+cgroup namespaces; uid/gid 65534 with no capabilities (bounding set cleared);
+``--disable-userns`` (no nested user namespaces); ``--die-with-parent``;
+``--new-session``; a cleared environment with an allowlist; read-only binds of
+only the interpreter, its shared libraries and the standard library (site-packages
+hidden), mounted at ``/opt/python``; a size-limited tmpfs at ``/tmp`` as the only
+writable place; ``/dev`` and ``/`` read-only; no network. The zygote runs as pid 1
+of the sandbox (signals from inside cannot kill it), kills every process of a run
+when it ends and empties ``/tmp`` and IPC before the next one. A cgroup caps the
+number of processes (RLIMIT_NPROC does not work for a uid mapped to host root)
+and memory; rlimits cap CPU, address space, file size and open files.
+
+Example:
+    >>> from flexmg.sandboxes import LocalSandbox
+    >>> with LocalSandbox(timeout=2.0) as sb:  # doctest: +SKIP
+    ...     sb.run("import os; print(os.getuid())").stdout
+    '65534\\n'
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import uuid
+from typing import Any
+
+from .base import Sandbox, SandboxUnavailable
+from .cgroups import CgroupUnavailable, WorkerCgroup
+from .limits import Limits
+from .rootfs import Manifest, python_manifest
+from .worker import PipeWorker, Worker, zygote_argv
+
+SANDBOX_UID = 65534
+_CGROUP_EXTRA = 256 << 20  # zygote + judge + tmpfs, on top of the solution's memory
+
+
+def bwrap_args(m: Manifest, limits: Limits) -> list[str]:
+    """The bubblewrap options of one worker (everything before the command)."""
+    bwrap = shutil.which("bwrap") or "bwrap"
+    args = [
+        bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+        "--as-pid-1",
+        "--hostname",
+        "sandbox",
+    ]
+    for src, dst in m.files:
+        args += ["--ro-bind", src, dst]
+    src, dst = m.stdlib
+    args += ["--ro-bind", src, dst]
+    for name in m.skip:
+        args += ["--tmpfs", f"{dst}/{name}", "--remount-ro", f"{dst}/{name}"]
+    args += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--mqueue",
+        "/dev/mqueue",
+        "--remount-ro",
+        "/dev",
+        "--perms",
+        "1777",
+        "--size",
+        str(int(limits.tmp_mb) << 20),
+        "--tmpfs",
+        "/tmp",
+        "--remount-ro",
+        "/",
+        "--chdir",
+        "/tmp",
+        "--clearenv",
+    ]
+    for key, value in m.env().items():
+        args += ["--setenv", key, value]
+    return args
+
+
+@functools.lru_cache(maxsize=1)
+def probe_local() -> str | None:
+    """None when the local backend works here, else why not (and what to install)."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (apt-get install -y bubblewrap)"
+    try:
+        m = python_manifest()
+    except Exception as e:  # pragma: no cover - ldd missing etc.
+        return f"could not find this Python's files: {e}"
+    cmd = [*bwrap_args(m, Limits()), m.python, "-I", "-S", "-c", "import os; print(os.getuid())"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env={})
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"bwrap could not start: {e}"
+    if out.returncode != 0 or out.stdout.strip() != str(SANDBOX_UID):
+        return (
+            f"bwrap failed (exit {out.returncode}): {out.stderr.strip()[-400:]}; the kernel must allow "
+            "user namespaces (sysctl user.max_user_namespaces > 0; on Debian/Ubuntu also "
+            "kernel.unprivileged_userns_clone=1 or run as root)"
+        )
+    if os.geteuid() == 0:
+        try:
+            cg = WorkerCgroup.create(f"probe-{os.getpid()}-{uuid.uuid4().hex[:6]}", 16, 64 << 20)
+            cg.remove()
+        except CgroupUnavailable as e:
+            return f"running as root, the local backend needs a pids cgroup: {e}"
+    return None
+
+
+class CgroupWorker(PipeWorker):
+    """A :class:`PipeWorker` whose process tree lives in its own cgroup."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cgroup: WorkerCgroup | None,
+        cwd: str | None = None,
+    ) -> None:
+        self.cgroup = cgroup
+        self.oom_seen = cgroup.oom_kills() if cgroup else 0
+        if cgroup is not None:
+            files = cgroup.procs_files
+            script = (
+                'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do echo $$ > "$1" || exit 97; '
+                'shift; i=$((i+1)); done; exec "$@"'
+            )
+            argv = ["/bin/sh", "-c", script, "sh", str(len(files)), *files, *argv]
+        super().__init__(argv, env, cwd)
+
+    def new_oom_kills(self) -> int:
+        if self.cgroup is None:
+            return 0
+        now = self.cgroup.oom_kills()
+        seen, self.oom_seen = self.oom_seen, now
+        return now - seen
+
+    def close(self) -> None:
+        super().close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+
+
+class LocalSandbox(Sandbox):
+    """The bubblewrap backend (the default). See the module docstring.
+
+    Args:
+        workers: warm sandboxes run in parallel (default: the usable CPU cores).
+        limits: a :class:`Limits`, or pass its fields as keywords (``timeout=2.0``).
+    """
+
+    backend = "local"
+
+    def __init__(
+        self, *, workers: int | None = None, limits: Limits | None = None, **limit_kwargs: Any
+    ) -> None:
+        why = probe_local()
+        if why is not None:
+            raise SandboxUnavailable(f"the local sandbox backend cannot work here: {why}")
+        if limits is not None and limit_kwargs:
+            raise TypeError("pass either limits=Limits(...) or limit keywords, not both")
+        super().__init__(limits or Limits.from_kwargs(**limit_kwargs), workers=workers)
+        self._manifest = python_manifest()
+        self._use_cgroup = True
+
+    def _config(self) -> dict[str, Any]:
+        return {"tmp_root": "/tmp", "env": self._manifest.env(), "clean_ipc": True}
+
+    def _rlimits(self, limits: Limits) -> dict[str, int]:
+        return limits.rlimits(procs=os.geteuid() != 0 and not self._use_cgroup)
+
+    def _start_worker(self) -> Worker:
+        lim = self.limits
+        cgroup = None
+        try:
+            cgroup = WorkerCgroup.create(
+                f"{os.getpid()}-{uuid.uuid4().hex[:10]}",
+                pids_max=lim.max_procs,
+                memory_bytes=(int(lim.memory_mb) << 20) * 2
+                + (int(lim.tmp_mb) << 20)
+                + _CGROUP_EXTRA,
+            )
+        except CgroupUnavailable as e:
+            if os.geteuid() == 0:
+                raise SandboxUnavailable(str(e)) from None
+            self._use_cgroup = False  # unprivileged: RLIMIT_NPROC applies to our own uid
+        argv = [
+            *bwrap_args(self._manifest, lim),
+            *zygote_argv(self._manifest.python, self._config()),
+        ]
+        try:
+            w = CgroupWorker(argv, {}, cgroup)
+            w.wait_ready()
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove()
+            raise
+        return w
+
+    def _after_reply(self, w: Worker, reply: dict[str, Any]) -> None:
+        if isinstance(w, CgroupWorker) and w.new_oom_kills() > 0:
+            reply["cgroup_oom"] = True
+            verdict = reply.get("verdict")
+            if reply.get("status") is None and not isinstance(verdict, dict):
+                reply["status"] = "oom_killed"

@@ -1,0 +1,433 @@
+"""Hostile code against every available sandbox backend: exact outcomes, host untouched.
+
+The ``unsafe`` backend gives no isolation by design; cases that test isolation
+(or that would harm the host, like ``kill(-1)`` as root) skip it with that reason.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from flexmg.sandboxes import Sandbox
+from flexmg.sandboxes.testing import backend_params, open_sandbox
+
+REPO = Path(__file__).resolve().parents[1]
+TIMEOUT = 2.0
+MAX_OUT = 65536
+NO_ISOLATION = "the unsafe backend gives no isolation by design"
+
+pytestmark = pytest.mark.parametrize("backend", backend_params())
+
+_boxes: dict[str, Sandbox] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_boxes() -> Iterator[None]:
+    yield
+    for sb in _boxes.values():
+        sb.close()
+    _boxes.clear()
+
+
+@pytest.fixture
+def sb(backend: str) -> Sandbox:
+    """One warm single-worker sandbox per backend, shared by the module's tests."""
+    if backend not in _boxes:
+        _boxes[backend] = open_sandbox(
+            backend, workers=1, timeout=TIMEOUT, memory_mb=256, max_output_bytes=MAX_OUT
+        )
+    return _boxes[backend]
+
+
+def _isolating(backend: str) -> None:
+    if backend == "unsafe":
+        pytest.skip(NO_ISOLATION)
+
+
+@pytest.fixture(autouse=True)
+def _host_untouched(backend: str) -> Iterator[None]:
+    """Every case: the repo's top level and a canary file are unchanged afterwards."""
+    canary = REPO / "pyproject.toml"
+    before = (sorted(p.name for p in REPO.iterdir()), canary.read_bytes())
+    yield
+    after = (sorted(p.name for p in REPO.iterdir()), canary.read_bytes())
+    assert after == before, "the sandboxed code changed the host repository"
+
+
+def _clean_after(sb: Sandbox) -> None:
+    """After a run: no process of it is left, and the next run works."""
+    assert sb.process_count() == 0
+    r = sb.run("print('next run ok')")
+    assert (r.status, r.stdout) == ("ok", "next run ok\n"), r
+
+
+def test_infinite_loop(sb: Sandbox, backend: str) -> None:
+    r = sb.run("while True:\n    pass\n")
+    assert r.status == "timeout" and r.exit_code is None
+    assert r.duration < TIMEOUT + 1.0
+    rep = sb.run_tests("def f(x):\n    while True:\n        pass\n", ["assert f(1) == 1"])
+    assert rep.status == "timeout" and rep.passed == 0
+    assert rep.results[0].status == "timeout"
+    _clean_after(sb)
+
+
+def test_sleep_past_timeout_and_ignore_sigterm(sb: Sandbox, backend: str) -> None:
+    code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(100)\n"
+    t0 = time.monotonic()
+    r = sb.run(code)
+    assert r.status == "timeout" and r.exit_code is None
+    assert time.monotonic() - t0 < TIMEOUT + 3.0
+    _clean_after(sb)
+
+
+def test_per_test_timeout_keeps_other_tests(sb: Sandbox, backend: str) -> None:
+    code = "import time\ndef f(x):\n    if x == 0:\n        time.sleep(100)\n    return x\n"
+    rep = sb.run_tests(
+        code, ["assert f(1) == 1", "assert f(0) == 0", "assert f(2) == 2"], timeout=3.0
+    )
+    assert [r.status for r in rep.results] == ["pass", "timeout", "timeout"] or [
+        r.status for r in rep.results
+    ] == ["pass", "timeout", "pass"]
+    assert rep.status == "timeout"
+
+
+def test_fork_bomb(sb: Sandbox, backend: str) -> None:
+    _isolating(backend)
+    code = (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    )
+    r = sb.run(code)
+    assert r.status == "timeout"
+    _clean_after(sb)
+    if backend == "local":  # on the host: bwrap, zygote, fork server, idle runner and judge
+        for w in sb._all:
+            counts = []
+            for _ in range(50):  # the fork server's short-lived helper may still be exiting
+                counts.append(len(w.cgroup.pids()))  # type: ignore[attr-defined]
+                if counts[-1] <= 5:
+                    break
+                time.sleep(0.05)
+            assert counts[-1] <= 5, counts
+
+
+def test_thread_bomb(sb: Sandbox, backend: str) -> None:
+    _isolating(backend)
+    code = (
+        "import threading, time\n"
+        "while True:\n"
+        "    threading.Thread(target=time.sleep, args=(100,), daemon=True).start()\n"
+    )
+    r = sb.run(code)
+    assert r.status == "error", r
+    assert "can't start new thread" in r.stderr
+    _clean_after(sb)
+
+
+def test_memory_bomb(sb: Sandbox, backend: str) -> None:
+    r = sb.run("x = bytearray(10 ** 10)\n")
+    assert r.status == "oom" and "MemoryError" in r.stderr
+    r = sb.run("chunks = []\nwhile True:\n    chunks.append(bytearray(10 ** 6))\n")
+    assert r.status == "oom"
+    rep = sb.run_tests("def f():\n    return bytearray(10 ** 10)\n", ["assert f() == 0"])
+    assert rep.status == "oom" and rep.passed == 0 and rep.results[0].status == "oom"
+    _clean_after(sb)
+
+
+def test_infinite_stdout(sb: Sandbox, backend: str) -> None:
+    r = sb.run("while True:\n    print('x' * 1000)\n")
+    assert r.status == "output_limit" and r.truncated
+    assert 0 < len(r.stdout) + len(r.stderr) <= MAX_OUT
+    rep = sb.run_tests(
+        "def f():\n    while True:\n        print('y' * 1000)\n", ["assert f() == 1"]
+    )
+    assert rep.status == "output_limit" and rep.passed == 0
+    _clean_after(sb)
+
+
+def test_huge_file(sb: Sandbox, backend: str) -> None:
+    code = "with open('big', 'wb') as f:\n    for _ in range(200):\n        f.write(b'x' * (1 << 20))\n"
+    r = sb.run(code)
+    assert r.status == "error" and "File too large" in r.stderr
+    r = sb.run("import os\nprint(os.listdir('.'))")
+    assert r.stdout == "[]\n"
+    _clean_after(sb)
+
+
+def test_cannot_read_host_secrets(sb: Sandbox, backend: str, tmp_path: Path) -> None:
+    _isolating(backend)
+    token = secrets.token_hex(16)
+    secret = tmp_path / "secret.txt"
+    secret.write_text(token)
+    code = f"""
+import os
+for path in [{str(secret)!r}, '/etc/shadow', {str(REPO / "pyproject.toml")!r}]:
+    try:
+        print(open(path).read())
+    except OSError as e:
+        print('denied', path, type(e).__name__)
+for d in ['/root', {str(REPO)!r}, {str(tmp_path)!r}, '/home']:
+    try:
+        print(d, os.listdir(d))
+    except OSError as e:
+        print('denied', d, type(e).__name__)
+"""
+    r = sb.run(code)
+    assert r.status == "ok", r
+    assert token not in r.stdout and "flexmg" not in r.stdout
+    assert r.stdout.count("denied") == 7, r.stdout
+    assert secret.read_text() == token
+
+
+def test_cannot_write_outside_tmp(sb: Sandbox, backend: str) -> None:
+    _isolating(backend)
+    targets = [
+        "/x",
+        "/opt/python/x",
+        "/opt/python/lib/x",
+        "/etc/x",
+        "/dev/x",
+        "/dev/shm/x",
+        "/proc/x",
+        "/lib/x",
+    ]
+    code = f"""
+ok = 0
+for path in {targets!r}:
+    try:
+        open(path, 'w').write('pwned')
+        print('WROTE', path)
+    except OSError:
+        ok += 1
+print(ok)
+"""
+    r = sb.run(code)
+    assert r.status == "ok" and r.stdout.strip() == str(len(targets)), r
+    assert not Path(os.path.realpath(sys.executable)).with_name("x").exists()
+
+
+def test_no_network(sb: Sandbox, backend: str) -> None:
+    _isolating(backend)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(5)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    code = f"""
+import socket
+for host in ['127.0.0.1', '10.0.0.1', '1.1.1.1']:
+    try:
+        socket.create_connection((host, {port}), timeout=0.5)
+        print('CONNECTED', host)
+    except OSError as e:
+        print('blocked', host)
+"""
+    try:
+        r = sb.run(code)
+        assert r.status == "ok" and r.stdout.count("blocked") == 3, r
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
+
+
+def test_environment_is_cleared(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    token = secrets.token_hex(16)
+    monkeypatch.setenv("FLEXMG_TEST_SECRET", token)
+    with open_sandbox(backend, workers=1, timeout=TIMEOUT) as fresh:
+        r = fresh.run(
+            "import os\nprint(dict(os.environ))\nprint(open('/proc/self/environ').read())"
+        )
+    assert r.status == "ok", r
+    assert token not in r.stdout and "FLEXMG_TEST_SECRET" not in r.stdout
+
+
+def test_kill_parent_and_every_pid(sb: Sandbox, backend: str) -> None:
+    if backend == "unsafe":
+        pytest.skip("kill(-1) from the unsafe backend would hit the host: " + NO_ISOLATION)
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        code = (
+            "import os, signal\n"
+            "for pid in (os.getppid(), 1):\n"
+            "    try:\n"
+            "        os.kill(pid, signal.SIGKILL)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "try:\n"
+            "    os.kill(-1, signal.SIGKILL)\n"
+            "except ProcessLookupError:\n"
+            "    pass\n"
+            "print('still here')\n"
+        )
+        r = sb.run(code)
+        assert (r.status, r.stdout) == ("ok", "still here\n"), r
+        _clean_after(sb)
+        rep = sb.run_tests(
+            code.replace("print('still here')", "def f():\n    return 1"), ["assert f() == 1"]
+        )
+        assert rep.passed == 0 and rep.status == "error", rep
+        _clean_after(sb)
+        assert bystander.poll() is None, "a host process was killed"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_daemon_does_not_outlive_the_run(sb: Sandbox, backend: str) -> None:
+    code = """
+import os, time
+tmp = os.environ.get('TMPDIR', '/tmp')
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(0.5)
+        while True:
+            open(os.path.join(tmp, 'daemon_was_here'), 'w').write('x')
+            time.sleep(0.05)
+    os._exit(0)
+print('parent done')
+"""
+    r = sb.run(code)
+    assert (r.status, r.stdout) == ("ok", "parent done\n"), r
+    assert sb.process_count() == 0
+    time.sleep(1.0)
+    r = sb.run(
+        "import os\nprint(os.path.exists(os.path.join(os.environ.get('TMPDIR', '/tmp'), "
+        "'daemon_was_here')))"
+    )
+    assert r.stdout == "False\n", r
+
+
+def test_deep_recursion(sb: Sandbox, backend: str) -> None:
+    r = sb.run("def f(n):\n    return f(n + 1)\nf(0)\n")
+    assert r.status == "error" and "RecursionError" in r.stderr
+    # Recursing through C (map/list) with no recursion limit overflows the C stack.
+    code = "import sys\nsys.setrecursionlimit(10 ** 8)\ndef f(n):\n    return list(map(f, [n + 1]))\nf(0)\n"
+    r = sb.run(code)
+    assert (r.status, r.exit_code, r.error) == ("error", -11, "killed by SIGSEGV"), r
+    _clean_after(sb)
+
+
+def test_invalid_utf8_output(sb: Sandbox, backend: str) -> None:
+    code = "import sys\nsys.stdout.buffer.write(b'ok \\xff\\xfe \\xc3')\nsys.stderr.buffer.write(b'\\x80')"
+    r = sb.run(code)
+    assert r.status == "ok"
+    assert r.stdout.startswith("ok ") and "\ufffd" in r.stdout and r.stderr == "\ufffd"
+
+
+def test_no_nested_user_namespace(sb: Sandbox, backend: str) -> None:
+    _isolating(backend)
+    code = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print(libc.unshare(0x10000000), libc.unshare(0x20000))\n"  # CLONE_NEWUSER, CLONE_NEWNS
+    )
+    r = sb.run(code)
+    assert (r.status, r.stdout) == ("ok", "-1 -1\n"), r
+
+
+def test_files_do_not_survive_to_the_next_run(sb: Sandbox, backend: str) -> None:
+    write = """
+import os
+tmp = os.environ.get('TMPDIR', '/tmp')
+for path in [os.path.join(tmp, 'left.txt'), 'left_in_workdir.txt', os.path.join(tmp, '.hidden')]:
+    open(path, 'w').write('leak')
+os.makedirs(os.path.join(tmp, 'locked', 'sub'))
+os.chmod(os.path.join(tmp, 'locked'), 0)
+print(len(os.listdir(tmp)) >= 3)
+"""
+    r = sb.run(write)
+    assert (r.status, r.stdout) == ("ok", "True\n"), r
+    r = sb.run(
+        "import os\ntmp = os.environ.get('TMPDIR', '/tmp')\nprint(len(os.listdir(tmp)), os.listdir('.'))"
+    )
+    assert r.stdout == "1 []\n", r  # only this run's own fresh working directory
+
+
+def test_ipc_does_not_survive_to_the_next_run(sb: Sandbox, backend: str) -> None:
+    _isolating(backend)
+    r = sb.run(
+        "import ctypes\nlibc = ctypes.CDLL(None)\n"
+        "print(libc.shmget(0x1234, 4096, 0o1000 | 0o600) >= 0)\n"  # IPC_CREAT
+    )
+    assert (r.status, r.stdout) == ("ok", "True\n"), r
+    r = sb.run("import ctypes\nlibc = ctypes.CDLL(None)\nprint(libc.shmget(0x1234, 0, 0))\n")
+    assert r.stdout == "-1\n", r
+
+
+def test_os_exit_before_tests_scores_zero(sb: Sandbox, backend: str) -> None:
+    cases = [  # (early exit, the test's status when it happens inside the function)
+        ("import os\nos._exit(0)\n", "crash"),
+        ("import sys\nsys.exit(0)\n", "error"),
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "crash"),
+    ]
+    for early, inside_status in cases:
+        rep = sb.run_tests(early + "def add(a, b):\n    return a + b\n", ["assert add(1, 2) == 3"])
+        assert rep.passed == 0 and rep.status == "error", (early, rep)
+        assert rep.results[0].status == "not_run"
+        rep = sb.run_tests(
+            "def add(a, b):\n" + "".join("    " + line + "\n" for line in early.splitlines()),
+            "def check(candidate):\n    assert candidate(1, 2) == 3\n",
+            entry_point="add",
+        )
+        assert rep.passed == 0 and rep.results[0].status == inside_status, (early, rep)
+
+
+def test_eq_spoofing_fails(sb: Sandbox, backend: str) -> None:
+    code = """
+class Anything:
+    def __eq__(self, other):
+        return True
+    def __ne__(self, other):
+        return False
+class SneakyInt(int):
+    def __eq__(self, other):
+        return True
+def add(a, b):
+    return Anything()
+def sub(a, b):
+    return SneakyInt(0)
+"""
+    rep = sb.run_tests(
+        code, ["assert add(1, 2) == 3", "assert sub(5, 2) == 3", "assert 3 == add(1, 2)"]
+    )
+    assert rep.passed == 0 and rep.total == 3, rep
+    assert all("not plain data" in r.message for r in rep.results), rep
+    rep = sb.run_tests(code, "def check(candidate):\n    assert candidate(1, 2) == 3\n", "add")
+    assert rep.passed == 0, rep
+
+
+def test_fake_results_fail(sb: Sandbox, backend: str) -> None:
+    code = """
+import json, os, struct, sys
+fake = json.dumps({"results": [{"status": "pass"}] * 3, "load_error": None}).encode()
+frame = struct.pack('>I', len(fake)) + fake
+print('3 passed, 0 failed'); print(fake.decode()); sys.stdout.flush()
+for fd in range(0, 30):
+    try:
+        os.write(fd, frame)
+    except OSError:
+        pass
+def add(a, b):
+    print('PASS'); return a - b
+"""
+    rep = sb.run_tests(
+        code, ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 5) == 5"]
+    )
+    assert rep.passed == 0, rep
+
+
+def test_zz_fork_server_survives_the_suite(sb: Sandbox, backend: str) -> None:
+    """After every hostile case above, the fork server is still the one started first
+    (except where a case killed it on purpose: kill(-1))."""
+    _isolating(backend)
+    starts = [w.request({"op": "ping"}, 10.0)["fs_starts"] for w in sb._all]
+    assert all(1 <= s <= 3 for s in starts), starts

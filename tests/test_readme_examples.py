@@ -47,3 +47,9 @@ def test_debate_workflow_is_short_registered_and_conformant():
     assert env.episode_metrics["success"]
     report = api_test("math-debate", num_cycles=3, verbose=False)
     assert report.passed, report.summary()
+
+
+def test_sandbox_example_runs(capsys):
+    exec(block_with("make_sandbox("), {})
+    out = capsys.readouterr().out.split("\n")
+    assert out[0] == "2" and out[2] == "1 1"

@@ -1,0 +1,243 @@
+"""Prompt formats and :class:`LLMAgent`, an agent backed by a transformers causal LM.
+
+Three prompt styles turn an env observation (keys ``task``, ``role``,
+``instructions``, ``round``, ``context``, ``feedback``) into model input:
+
+* ``"compact"``: for the project's tiny character-level model: task, visible
+  context (predecessors' outputs, earlier rounds), feedback, then the role tag.
+* ``"chat"``: the tokenizer's chat template (system = role instructions).
+* ``"plain"``: a role-prompt format with full instructions, for models
+  without a chat template.
+
+Example:
+    >>> from flexmg.agents.llm_agent import compact_prompt
+    >>> obs = {"task": "What is 7 + 5?", "role": "verifier", "context": "[solver]: \\\\boxed{12}"}
+    >>> print(compact_prompt(obs))
+    Q:What is 7 + 5?
+    [solver]: \\boxed{12}
+    [verifier]:
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flexmg.agents.policy import TeamPolicy
+
+PROMPT_STYLES = ("auto", "compact", "chat", "plain")
+_CUT = "..."
+
+
+def _field(obs: Mapping[str, Any], key: str) -> str:
+    """A string field of an observation; missing/None -> "", other types -> str()."""
+    value = obs.get(key, "") if isinstance(obs, Mapping) else ""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _head(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(limit - len(_CUT), 0)] + _CUT
+
+
+def _tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else _CUT + text[len(text) - max(limit - len(_CUT), 0) :]
+
+
+def compact_prompt(
+    obs: Mapping[str, Any],
+    max_task_chars: int = 300,
+    max_context_chars: int = 400,
+    max_feedback_chars: int = 120,
+) -> str:
+    """The compact prompt of the tiny model: ``Q:task``, context, ``F:feedback``, ``[role]:``.
+
+    Long fields are cut (task keeps its head, context its tail: the latest
+    outputs matter most), so the prompt stays short whatever the env sends.
+
+    >>> compact_prompt({"task": "1+1?", "role": "solver"})
+    'Q:1+1?\\n[solver]:'
+    """
+    role = _field(obs, "role") or "agent"
+    lines = ["Q:" + _head(_field(obs, "task"), max_task_chars)]
+    context = _field(obs, "context").strip("\n")
+    if context:
+        lines.append(_tail(context, max_context_chars))
+    feedback = _field(obs, "feedback").strip()
+    if feedback:
+        lines.append("F:" + _head(feedback, max_feedback_chars))
+    lines.append(f"[{_head(role, 40)}]:")
+    return "\n".join(lines)
+
+
+def plain_prompt(obs: Mapping[str, Any]) -> str:
+    """A role-prompt format with full instructions (models without a chat template).
+
+    >>> print(plain_prompt({"task": "1+1?", "role": "solver", "instructions": "Solve it."}))
+    ### Role: solver
+    Solve it.
+    <BLANKLINE>
+    ### Task
+    1+1?
+    <BLANKLINE>
+    ### Response (solver)
+    <BLANKLINE>
+    """
+    role = _field(obs, "role") or "agent"
+    parts = [f"### Role: {role}"]
+    instructions = _field(obs, "instructions").strip()
+    if instructions:
+        parts.append(instructions)
+    parts.append("")
+    parts += ["### Task", _field(obs, "task"), ""]
+    context = _field(obs, "context").strip("\n")
+    if context:
+        parts += ["### Team transcript", context, ""]
+    feedback = _field(obs, "feedback").strip()
+    if feedback:
+        parts += ["### Feedback", feedback, ""]
+    parts += [f"### Response ({role})", ""]
+    return "\n".join(parts)
+
+
+def chat_messages(obs: Mapping[str, Any]) -> list[dict[str, str]]:
+    """System + user messages for a chat template.
+
+    >>> [m["role"] for m in chat_messages({"task": "1+1?", "role": "solver"})]
+    ['system', 'user']
+    """
+    role = _field(obs, "role") or "agent"
+    system = _field(obs, "instructions").strip() or (
+        f"You are the {role} of a team of agents solving a task together."
+    )
+    user = [f"Task:\n{_field(obs, 'task')}"]
+    context = _field(obs, "context").strip("\n")
+    if context:
+        user.append(f"What your team has written so far:\n{context}")
+    feedback = _field(obs, "feedback").strip()
+    if feedback:
+        user.append(f"Feedback on the previous round:\n{feedback}")
+    user.append(f"Write your message as the {role}.")
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(user)}]
+
+
+def resolve_prompt_style(style: str, tokenizer: Any, is_tiny: bool) -> str:
+    """Map ``"auto"`` to ``"compact"`` (tiny model), ``"chat"`` (chat template) or ``"plain"``.
+
+    >>> resolve_prompt_style("auto", None, is_tiny=True)
+    'compact'
+    """
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
+    if style != "auto":
+        if style == "chat" and not getattr(tokenizer, "chat_template", None):
+            raise ValueError(
+                "prompt_style='chat' needs a tokenizer with a chat template; "
+                "use 'plain' or 'auto' for this model"
+            )
+        return style
+    if is_tiny:
+        return "compact"
+    return "chat" if getattr(tokenizer, "chat_template", None) else "plain"
+
+
+def render_prompt(obs: Mapping[str, Any], style: str, tokenizer: Any = None) -> str:
+    """Render ``obs`` in a resolved style (``compact``, ``chat`` or ``plain``).
+
+    >>> render_prompt({"task": "2+2?", "role": "solver"}, "compact")
+    'Q:2+2?\\n[solver]:'
+    """
+    if style == "compact":
+        return compact_prompt(obs)
+    if style == "plain":
+        return plain_prompt(obs)
+    if style == "chat":
+        return tokenizer.apply_chat_template(
+            chat_messages(obs), tokenize=False, add_generation_prompt=True
+        )
+    raise ValueError(f"unresolved prompt style {style!r}: expected compact, chat or plain")
+
+
+class LLMAgent:
+    """An agent (``act(observations) -> list[str]``) backed by a causal LM.
+
+    Wraps either a :class:`~flexmg.agents.policy.TeamPolicy` (observations are
+    grouped by their ``role`` and each group is generated with that role's
+    adapter) or a Hugging Face model name/path, loaded into a one-role
+    ``TeamPolicy`` whose adapter starts as the identity (LoRA B = 0), so its
+    outputs are the base model's.
+
+    Args:
+        model: a ``TeamPolicy``, or ``"tiny"`` / a HF model name or local path.
+        role: the role to use when an observation carries none (and the role of
+            the policy built from a model name).
+        greedy: greedy decoding instead of sampling.
+        **policy_kwargs: extra :class:`~flexmg.agents.policy.PolicyConfig`
+            fields when ``model`` is a name (e.g. ``max_new_tokens=256``).
+
+    Example:
+        >>> agent = LLMAgent("tiny", role="solver", greedy=True)
+        >>> out = agent.act([{"task": "What is 2 + 3?", "role": "solver"}])
+        >>> isinstance(out[0], str)
+        True
+    """
+
+    def __init__(
+        self,
+        model: TeamPolicy | str,
+        role: str = "solver",
+        greedy: bool = False,
+        **policy_kwargs: Any,
+    ) -> None:
+        from flexmg.agents.policy import PolicyConfig, TeamPolicy
+
+        if isinstance(model, TeamPolicy):
+            if policy_kwargs:
+                raise TypeError(
+                    "policy_kwargs only apply when LLMAgent builds the policy from a model "
+                    f"name; got a TeamPolicy and {sorted(policy_kwargs)}"
+                )
+            self.policy = model
+        elif isinstance(model, str):
+            self.policy = TeamPolicy([role], PolicyConfig(model=model, **policy_kwargs))
+        else:
+            raise TypeError(
+                "LLMAgent(model=...) expects a TeamPolicy or a model name/path str, "
+                f"got {type(model).__name__}"
+            )
+        self.role = role
+        self.greedy = greedy
+
+    def _role_of(self, obs: Mapping[str, Any]) -> str:
+        role = _field(obs, "role") or self.role
+        if role in self.policy.roles:
+            return role
+        if self.role in self.policy.roles:
+            return self.role
+        return self.policy.roles[0]
+
+    def act(self, observations: Sequence[Mapping[str, Any]]) -> list[str]:
+        """One action (a whole message) per observation, in order."""
+        if isinstance(observations, Mapping):
+            raise TypeError("LLMAgent.act expects a list of observation dicts, got one dict")
+        obs_list = list(observations)
+        out: list[str] = [""] * len(obs_list)
+        groups: dict[str, list[int]] = {}
+        for i, obs in enumerate(obs_list):
+            if not isinstance(obs, Mapping):
+                raise TypeError(
+                    f"observation {i} must be a dict (the env's observation), "
+                    f"got {type(obs).__name__}"
+                )
+            groups.setdefault(self._role_of(obs), []).append(i)
+        for role, idx in groups.items():
+            batch = self.policy.act(role, [dict(obs_list[i]) for i in idx], greedy=self.greedy)
+            for i, text in zip(idx, batch.texts, strict=True):
+                out[i] = text
+        return out
+
+    def __call__(self, obs: Mapping[str, Any]) -> str:
+        """Act on a single observation."""
+        return self.act([obs])[0]

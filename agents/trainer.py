@@ -1,0 +1,554 @@
+"""The training run shared by MARFT and IPPO: rollouts, PPO updates, evals, run folder.
+
+``Trainer(TrainConfig(...)).run()`` trains a :class:`~flexmg.agents.policy.TeamPolicy`
+on a flexmg env and writes a run folder::
+
+    config.json          the full configuration (TrainConfig, PolicyConfig, PPOConfig)
+    metrics.jsonl        one line per update ("kind": "train") and per evaluation ("eval")
+    tb/                  TensorBoard events (the same figures)
+    learning_curve.png   train success and held-out success against updates
+    checkpoints/         step_<update>.ckpt (adapters, value heads, optimizers, RNG, counters)
+    summary.json         eval_start, eval_end (held-out team success), seed, updates, wall_seconds
+
+Everything random is seeded from ``(seed, update)``: the rollout env seeds, the
+sampling RNG and the minibatch order, so a run resumed from a checkpoint
+(``Trainer.resume(run_dir).run()``) reproduces the uninterrupted run exactly on CPU.
+
+Example (CPU, a few seconds per update with the tiny model)::
+
+    from flexmg.agents.trainer import TrainConfig, Trainer
+    summary = Trainer(TrainConfig(env="math-2agent", updates=2, eval_episodes=16)).run()
+    summary["eval_start"], summary["eval_end"]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import torch
+from flexmg.agents.buffer import RolloutBatch, collect_rollout
+from flexmg.agents.checkpoint import (
+    CheckpointError,
+    atomic_write_bytes,
+    capture_rng_state,
+    latest_checkpoint,
+    load_checkpoint,
+    restore_rng_state,
+    save_checkpoint,
+)
+from flexmg.agents.marft import Algorithm, get_algorithm
+from flexmg.agents.ppo import PPOConfig, PPOLearner
+
+CKPT_FORMAT = 1
+# Defaults of the policy and PPO for the tiny model on CPU (the main job). The MARFT
+# reference hyperparameters (lr 1e-6, 512 new tokens) are for 7B models.
+TINY_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 1.0, "max_new_tokens": 16}
+TINY_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-3, "lr_critic": 1e-3}
+# Starting points for real Hugging Face LLMs (``--model NAME``); flags override them.
+LLM_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 0.5, "max_new_tokens": 512}
+LLM_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-5, "lr_critic": 5e-5}
+
+
+@dataclass
+class TrainConfig:
+    """A training run's settings (the CLI maps its flags onto these fields).
+
+    Attributes:
+        env: registered env id.
+        algo: ``"marft"``, ``"ippo"`` or a registered :class:`Algorithm`.
+        seed: run seed (policy init, rollouts, sampling, shuffling).
+        updates: total PPO updates.
+        episodes_per_update: rollout episodes per update (the vector env's size).
+        eval_every: held-out evaluation every this many updates (and at 0 and the end).
+        eval_episodes: episodes per held-out evaluation (greedy decoding, ``split="eval"``).
+        eval_seed: seed of the held-out evaluation episodes (the same set every time).
+        env_kwargs: extra kwargs for ``flexmg.make`` (e.g. ``{"horizon": 2}``).
+        run_dir: the run folder (default ``runs/<env>-<algo>-<timestamp>``).
+        checkpoint_every: checkpoint every this many updates (and at the end).
+        keep_checkpoints: keep the newest K checkpoints (0 = all).
+        vectorization: ``"sync"`` or ``"async"`` vector env.
+        progress: show a tqdm progress bar.
+        policy: :class:`~flexmg.agents.policy.PolicyConfig` fields (``critic`` is set by the algo).
+        ppo: :class:`~flexmg.agents.ppo.PPOConfig` fields.
+    """
+
+    env: str = "math-2agent"
+    algo: str = "marft"
+    seed: int = 0
+    updates: int = 24
+    episodes_per_update: int = 64
+    eval_every: int = 6
+    eval_episodes: int = 200
+    eval_seed: int = 0
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    run_dir: str | None = None
+    checkpoint_every: int = 6
+    keep_checkpoints: int = 3
+    vectorization: str = "sync"
+    progress: bool = True
+    policy: dict[str, Any] = field(default_factory=dict)
+    ppo: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("updates", "episodes_per_update", "eval_every", "eval_episodes"):
+            if int(getattr(self, name)) < 0 or (
+                name in ("episodes_per_update", "eval_every") and int(getattr(self, name)) < 1
+            ):
+                raise ValueError(f"TrainConfig.{name} must be positive, got {getattr(self, name)}")
+        if self.checkpoint_every < 1:
+            raise ValueError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
+        if self.keep_checkpoints < 0:
+            raise ValueError(f"keep_checkpoints must be >= 0, got {self.keep_checkpoints}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-friendly dict."""
+        return json.loads(json.dumps(asdict(self)))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are a clear error."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown TrainConfig keys {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**data)
+
+
+def derive_seed(*parts: int) -> int:
+    """A 63-bit seed from integers (stable across processes and platforms).
+
+    >>> derive_seed(0, 1) == derive_seed(0, 1) != derive_seed(1, 0)
+    True
+    """
+    from flexmg.tasks import stable_hash
+
+    return stable_hash("flexmg-train", *parts) & ((1 << 63) - 1)
+
+
+def default_run_dir(env: str, algo: str) -> str:
+    """``runs/<env>-<algo>-<YYYYmmdd-HHMMSS>``."""
+    return os.path.join("runs", f"{env}-{algo}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write text atomically (temp file + ``os.replace``)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def env_roles(env_id: str, env_kwargs: dict[str, Any]) -> list[str]:
+    """The roles (PettingZoo ``possible_agents``) of an env id."""
+    import flexmg
+
+    env = flexmg.make(env_id, **env_kwargs)
+    try:
+        return list(env.possible_agents)
+    finally:
+        env.close()
+
+
+def evaluate_policy(
+    policy: Any,
+    env_id: str,
+    episodes: int,
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+    split: str = "eval",
+    batch_size: int = 64,
+    greedy: bool = True,
+    vectorization: str = "sync",
+) -> dict[str, Any]:
+    """Play ``episodes`` episodes of ``env_id`` (held-out split, greedy) and summarize.
+
+    Returns ``success_rate`` (team success), ``team_reward``, ``rounds``,
+    ``episodes`` and per-role ``format_error_rate`` when the env reports it.
+    """
+    import flexmg
+
+    kwargs = {**(env_kwargs or {}), "split": split}
+    metrics: list[dict[str, Any]] = []
+    done = 0
+    vec = None
+    try:
+        while done < episodes:
+            n = min(batch_size, episodes - done)
+            if vec is None or vec.num_envs != n:
+                if vec is not None:
+                    vec.close()
+                vec = flexmg.make_vec(env_id, num_envs=n, vectorization=vectorization, **kwargs)
+            batch = collect_rollout(policy, vec, seed=seed + done, greedy=greedy)
+            metrics.extend(batch.metrics)
+            done += n
+    finally:
+        if vec is not None:
+            vec.close()
+    return summarize_metrics(metrics)
+
+
+def summarize_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """Aggregate episode metrics: success rate, mean team reward and rounds, per-role rates."""
+    n = max(1, len(metrics))
+    out: dict[str, Any] = {
+        "episodes": len(metrics),
+        "success_rate": sum(bool(m.get("success", False)) for m in metrics) / n,
+        "team_reward": sum(float(m.get("team_reward", 0.0) or 0.0) for m in metrics) / n,
+        "rounds": sum(float(m.get("rounds", 0) or 0) for m in metrics) / n,
+    }
+    per_role: dict[str, list[float]] = {}
+    for m in metrics:
+        for role, rm in (m.get("per_role") or {}).items():
+            if isinstance(rm, dict) and "format_error" in rm:
+                per_role.setdefault(role, []).append(float(bool(rm["format_error"])))
+    if per_role:
+        out["format_error_rate"] = {r: sum(v) / len(v) for r, v in per_role.items()}
+    return out
+
+
+class Trainer:
+    """One training run (see the module docstring for the run folder).
+
+    Args:
+        config: the run's settings.
+        _resume_state: internal; use :meth:`Trainer.resume`.
+    """
+
+    def __init__(self, config: TrainConfig, _resume_state: dict[str, Any] | None = None) -> None:
+        from flexmg.agents.policy import PolicyConfig, TeamPolicy
+
+        self.config = config
+        self.algorithm: Algorithm = get_algorithm(config.algo)
+        self.run_dir = Path(config.run_dir or default_run_dir(config.env, config.algo))
+        config.run_dir = str(self.run_dir)
+        self.roles = env_roles(config.env, config.env_kwargs)
+        tiny = config.policy.get("model", "tiny") == "tiny"
+        policy_defaults = TINY_POLICY_DEFAULTS if tiny else LLM_POLICY_DEFAULTS
+        ppo_defaults = TINY_PPO_DEFAULTS if tiny else LLM_PPO_DEFAULTS
+        policy_kwargs = {**policy_defaults, "seed": config.seed, **config.policy}
+        policy_kwargs["critic"] = self.algorithm.critic
+        self.policy_config = PolicyConfig(**policy_kwargs)
+        self.ppo_config = PPOConfig(**{**ppo_defaults, **config.ppo})
+        torch.manual_seed(derive_seed(config.seed, -1))
+        self.policy = TeamPolicy(self.roles, self.policy_config)
+        self.learner = PPOLearner(self.policy, self.ppo_config, self.algorithm.credit)
+        self.updates_done = 0
+        self.wall_before = 0.0  # seconds spent in earlier sessions of this run
+        self.evals: list[dict[str, Any]] = []
+        self._continuing = _resume_state is not None
+        if _resume_state is not None:
+            self._load_state(_resume_state)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def resume(cls, run_dir: str | os.PathLike[str], **overrides: Any) -> Trainer:
+        """Continue a run from its newest checkpoint (``overrides``: e.g. ``updates=80``).
+
+        Raises:
+            CheckpointError: no config/checkpoint in ``run_dir``, or the newest
+                checkpoint is truncated or corrupted (never a silent restart).
+        """
+        run_dir = Path(run_dir)
+        cfg_path = run_dir / "config.json"
+        if not cfg_path.is_file():
+            raise CheckpointError(
+                f"cannot resume: {cfg_path} not found; is {run_dir} a run folder?"
+            )
+        data = json.loads(cfg_path.read_text())
+        train = dict(data["train"])
+        train.update({k: v for k, v in overrides.items() if v is not None})
+        train["run_dir"] = str(run_dir)
+        ckpt = latest_checkpoint(run_dir / "checkpoints")
+        if ckpt is None:
+            raise CheckpointError(
+                f"cannot resume: no checkpoint in {run_dir / 'checkpoints'}; "
+                "start a new run instead"
+            )
+        state = load_checkpoint(ckpt)
+        if state.get("format") != CKPT_FORMAT:
+            raise CheckpointError(f"{ckpt}: unsupported checkpoint format {state.get('format')!r}")
+        return cls(TrainConfig.from_dict(train), _resume_state=state)
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        self.policy.load_trainable_state(state["policy"])
+        self.learner.load_state_dict(state["optim"])
+        self.updates_done = int(state["counters"]["updates_done"])
+        self.wall_before = float(state["counters"]["wall_seconds"])
+        self.evals = [dict(e) for e in state.get("evals", [])]
+        restore_rng_state(state["rng"])
+
+    def checkpoint_state(self, wall_seconds: float) -> dict[str, Any]:
+        """Everything needed to continue exactly (see ``agents/checkpoint.py``)."""
+        return {
+            "format": CKPT_FORMAT,
+            "policy": self.policy.trainable_state(),
+            "optim": self.learner.state_dict(),
+            "rng": capture_rng_state(),
+            "counters": {"updates_done": self.updates_done, "wall_seconds": wall_seconds},
+            "evals": self.evals,
+            "config": json.dumps(self.full_config()),
+        }
+
+    def full_config(self) -> dict[str, Any]:
+        """The config written to ``config.json``."""
+        return {
+            "train": self.config.to_dict(),
+            "algorithm": {"name": self.algorithm.name, "critic": self.algorithm.critic},
+            "roles": self.roles,
+            "policy_config": self.policy_config.to_dict(),
+            "ppo_config": self.ppo_config.to_dict(),
+        }
+
+    # ------------------------------------------------------------------ pieces
+    def rollout_seed(self, update: int) -> int:
+        """Env seed of the rollout of ``update`` (env i gets this + i)."""
+        return (
+            1_000_000_000 * (self.config.seed % 1000 + 1) + update * self.config.episodes_per_update
+        )
+
+    def evaluate(self) -> dict[str, Any]:
+        """Held-out evaluation (greedy, ``split="eval"``) of the current policy."""
+        if self.config.eval_episodes == 0:
+            return {"success_rate": float("nan"), "episodes": 0}
+        return evaluate_policy(
+            self.policy,
+            self.config.env,
+            self.config.eval_episodes,
+            seed=self.config.eval_seed,
+            env_kwargs=self.config.env_kwargs,
+            vectorization=self.config.vectorization,
+        )
+
+    def train_step(self, vec: Any, update: int) -> tuple[RolloutBatch, dict[str, float]]:
+        """Rollout + PPO update number ``update`` (0-based); returns the batch and stats."""
+        torch.manual_seed(derive_seed(self.config.seed, update, 1))
+        self.policy.eval()
+        batch = collect_rollout(self.policy, vec, seed=self.rollout_seed(update))
+        prep = self.learner.prepare(batch)
+        lr_factor = self.learner.set_progress(update, self.config.updates)
+        gen = torch.Generator().manual_seed(derive_seed(self.config.seed, update, 2))
+        self.policy.train()
+        stats = self.learner.update(batch, update, generator=gen)
+        self.policy.eval()
+        return batch, {**prep, **stats, "lr_factor": lr_factor}
+
+    # ------------------------------------------------------------------ run
+    def run(self, stop_after: int | None = None) -> dict[str, Any]:
+        """Train until ``config.updates`` (or ``stop_after`` more updates: a simulated stop).
+
+        Returns the summary (also written to ``summary.json`` when the run completes).
+        """
+        import flexmg
+
+        cfg = self.config
+        start = time.monotonic()
+        if not self._continuing and (
+            (self.run_dir / "metrics.jsonl").exists()
+            or latest_checkpoint(self.run_dir / "checkpoints") is not None
+        ):
+            raise FileExistsError(
+                f"run folder {self.run_dir} already holds a run; continue it with "
+                f"--resume {self.run_dir} (Trainer.resume) or choose another --run-dir"
+            )
+        self._continuing = True  # a second run() call continues this run
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "checkpoints").mkdir(exist_ok=True)
+        atomic_write_text(self.run_dir / "config.json", json.dumps(self.full_config(), indent=2))
+        logger = _MetricsLogger(self.run_dir, self.updates_done)
+        vec = flexmg.make_vec(
+            cfg.env,
+            num_envs=cfg.episodes_per_update,
+            vectorization=cfg.vectorization,
+            **{**cfg.env_kwargs, "split": "train"},
+        )
+        bar = None
+        try:
+            if self.updates_done == 0 and not self.evals:
+                self._record_eval(logger, 0, start)
+            end = cfg.updates
+            if stop_after is not None:
+                end = min(end, self.updates_done + stop_after)
+            if cfg.progress:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(
+                    total=cfg.updates,
+                    initial=self.updates_done,
+                    desc=f"{cfg.algo} {cfg.env}",
+                    unit="upd",
+                    dynamic_ncols=True,
+                )
+            while self.updates_done < end:
+                t0 = time.monotonic()
+                batch, stats = self.train_step(vec, self.updates_done)
+                self.updates_done += 1
+                record = {
+                    "kind": "train",
+                    "update": self.updates_done,
+                    "success_rate": batch.success_rate,
+                    "team_reward": batch.mean_team_reward,
+                    "episodes": len(batch.metrics),
+                    "action_tokens": sum(len(s.action_ids) for s in batch.samples)
+                    / max(1, len(batch.samples)),
+                    **stats,
+                    "seconds": time.monotonic() - t0,
+                }
+                logger.log(record)
+                if self.updates_done % cfg.eval_every == 0 or self.updates_done == cfg.updates:
+                    self._record_eval(logger, self.updates_done, start)
+                if bar is not None:
+                    last = self.evals[-1]["success_rate"] if self.evals else float("nan")
+                    bar.set_postfix(
+                        reward=f"{batch.mean_team_reward:.3f}",
+                        succ=f"{batch.success_rate:.2f}",
+                        eval=f"{last:.3f}",
+                    )
+                    bar.update(1)
+                if (
+                    self.updates_done % cfg.checkpoint_every == 0
+                    or self.updates_done == cfg.updates
+                    or self.updates_done == end
+                ):
+                    wall = self.wall_before + time.monotonic() - start
+                    save_checkpoint(
+                        self.run_dir / "checkpoints",
+                        self.updates_done,
+                        self.checkpoint_state(wall),
+                        keep=cfg.keep_checkpoints,
+                    )
+        finally:
+            if bar is not None:
+                bar.close()
+            vec.close()
+            logger.close()
+        wall = self.wall_before + time.monotonic() - start
+        summary = self.summary(wall)
+        if self.updates_done >= cfg.updates:
+            atomic_write_text(self.run_dir / "summary.json", json.dumps(summary, indent=2))
+        write_learning_curve(self.run_dir)
+        return summary
+
+    def _record_eval(self, logger: _MetricsLogger, update: int, start: float) -> None:
+        t0 = time.monotonic()
+        result = self.evaluate()
+        result = {"kind": "eval", "update": update, **result, "seconds": time.monotonic() - t0}
+        self.evals.append({"update": update, "success_rate": result["success_rate"]})
+        logger.log(result)
+
+    def summary(self, wall_seconds: float) -> dict[str, Any]:
+        """The run's summary (``summary.json``)."""
+        evals = self.evals
+        return {
+            "env": self.config.env,
+            "algo": self.algorithm.name,
+            "level": self.ppo_config.level,
+            "share_parameters": self.policy_config.share_parameters,
+            "model": self.policy_config.model,
+            "seed": self.config.seed,
+            "updates": self.updates_done,
+            "episodes_per_update": self.config.episodes_per_update,
+            "eval_episodes": self.config.eval_episodes,
+            "eval_start": evals[0]["success_rate"] if evals else None,
+            "eval_end": evals[-1]["success_rate"] if evals else None,
+            "eval_best": max((e["success_rate"] for e in evals), default=None),
+            "evals": evals,
+            "wall_seconds": wall_seconds,
+            "run_dir": str(self.run_dir),
+        }
+
+
+class _MetricsLogger:
+    """metrics.jsonl + TensorBoard; on resume, drops records after the checkpoint."""
+
+    def __init__(self, run_dir: Path, updates_done: int) -> None:
+        self.path = run_dir / "metrics.jsonl"
+        kept: list[str] = []
+        if self.path.exists():
+            for line in self.path.read_text().splitlines():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a crash
+                if int(rec.get("update", 0)) <= updates_done:
+                    kept.append(line)
+        atomic_write_text(self.path, "".join(k + "\n" for k in kept))
+        self.file = self.path.open("a", encoding="utf-8")
+        self.tb = None
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.tb = SummaryWriter(str(run_dir / "tb"), purge_step=updates_done + 1)
+        except ImportError:  # tensorboard is optional: metrics.jsonl has everything
+            self.tb = None
+
+    def log(self, record: dict[str, Any]) -> None:
+        self.file.write(json.dumps(record, default=_json_default) + "\n")
+        self.file.flush()
+        if self.tb is not None:
+            kind, step = record.get("kind", "train"), int(record.get("update", 0))
+            for k, v in record.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "update":
+                    if math.isfinite(float(v)):
+                        self.tb.add_scalar(f"{kind}/{k}", float(v), step)
+            self.tb.flush()
+
+    def close(self) -> None:
+        self.file.close()
+        if self.tb is not None:
+            self.tb.close()
+
+
+def _json_default(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.tolist()
+    return str(x)
+
+
+def read_metrics(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """All records of a run's ``metrics.jsonl``."""
+    path = Path(run_dir) / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_learning_curve(run_dir: str | os.PathLike[str]) -> Path:
+    """Plot train and held-out success against updates into ``learning_curve.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    run_dir = Path(run_dir)
+    records = read_metrics(run_dir)
+    train = [r for r in records if r.get("kind") == "train"]
+    evals = [r for r in records if r.get("kind") == "eval"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    if train:
+        ax.plot(
+            [r["update"] for r in train],
+            [r["success_rate"] for r in train],
+            alpha=0.5,
+            label="train success (sampled)",
+        )
+    if evals:
+        ax.plot(
+            [r["update"] for r in evals],
+            [r["success_rate"] for r in evals],
+            marker="o",
+            label="held-out success (greedy)",
+        )
+    ax.set_xlabel("update")
+    ax.set_ylabel("team success rate")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(run_dir.name)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    out = run_dir / "learning_curve.png"
+    tmp = run_dir / ".learning_curve.tmp.png"
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    os.replace(tmp, out)
+    return out

@@ -1,0 +1,81 @@
+"""Run the main job (``flexmg train --algo marft --env math-2agent``) for several seeds.
+
+Each seed runs in its own process with the CLI defaults (tiny model, CPU) and
+its own run folder; the script prints eval_start -> eval_end (held-out team
+success rate), the gain and the wall time per seed, then mean and spread, and
+writes them to ``<out>/learning_curve_summary.json``.
+
+Usage::
+
+    nice -n 10 python benchmarks/learning_curve.py                 # seeds 0 1 2
+    python benchmarks/learning_curve.py --seeds 0 --algo ippo -- --updates 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def run_seed(seed: int, algo: str, env: str, out: Path, extra: list[str]) -> dict:
+    """Train one seed in a subprocess and return its summary.json (plus the wall time)."""
+    run_dir = out / f"{env}-{algo}-seed{seed}"
+    cmd = [sys.executable, "-m", "flexmg.agents.cli", "train", "--algo", algo, "--env", env,
+           "--seed", str(seed), "--run-dir", str(run_dir), "--no-progress", *extra]  # fmt: skip
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"seed {seed} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["process_seconds"] = wall
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--algo", default="marft")
+    parser.add_argument("--env", default="math-2agent")
+    parser.add_argument("--out", type=Path, default=None, help="folder for the run folders")
+    parser.add_argument("extra", nargs="*", help="flags passed to `flexmg train` (after --)")
+    args = parser.parse_args(argv)
+    out = args.out or Path(tempfile.mkdtemp(prefix="flexmg-learning-curve-"))
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"{'seed':>4} {'eval_start':>10} {'eval_end':>9} {'gain':>7} {'wall_s':>7}  run")
+    rows = []
+    for seed in args.seeds:
+        s = run_seed(seed, args.algo, args.env, out, args.extra)
+        gain = s["eval_end"] - s["eval_start"]
+        rows.append({"seed": seed, "eval_start": s["eval_start"], "eval_end": s["eval_end"],
+                     "gain": gain, "wall_seconds": s["wall_seconds"],
+                     "process_seconds": s["process_seconds"], "run_dir": s["run_dir"]})  # fmt: skip
+        print(f"{seed:>4} {s['eval_start']:>10.3f} {s['eval_end']:>9.3f} {gain:>+7.3f} "
+              f"{s['process_seconds']:>7.1f}  {s['run_dir']}", flush=True)  # fmt: skip
+
+    def stats(key: str) -> tuple[float, float]:
+        vals = [r[key] for r in rows]
+        return statistics.fmean(vals), statistics.pstdev(vals) if len(vals) > 1 else 0.0
+
+    print("-" * 60)
+    for key in ("eval_start", "eval_end", "gain", "process_seconds"):
+        mean, sd = stats(key)
+        lo, hi = min(r[key] for r in rows), max(r[key] for r in rows)
+        print(f"{key:>15}: mean {mean:.3f}  sd {sd:.3f}  min {lo:.3f}  max {hi:.3f}")
+    result = {"algo": args.algo, "env": args.env, "extra": args.extra, "cpus": os.cpu_count(),
+              "runs": rows, "mean": {k: stats(k)[0] for k in ("eval_start", "eval_end", "gain")},
+              "sd": {k: stats(k)[1] for k in ("eval_start", "eval_end", "gain")}}  # fmt: skip
+    (out / "learning_curve_summary.json").write_text(json.dumps(result, indent=2))
+    print(f"written: {out / 'learning_curve_summary.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The training run: run folder contents, exact resume, corrupted checkpoints, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("peft")
+
+from flexmg.agents import cli  # noqa: E402
+from flexmg.agents.checkpoint import CheckpointError, list_checkpoints  # noqa: E402
+from flexmg.agents.trainer import TrainConfig, Trainer, read_metrics  # noqa: E402
+
+TIMING_KEYS = {"seconds", "wall_seconds"}
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory):
+    """A random 1-layer character-level Qwen2 saved as a local model folder (fast on CPU)."""
+    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
+    from flexmg.agents.tokenizer import build_char_tokenizer
+
+    d = tmp_path_factory.mktemp("model")
+    cfg = tiny_config(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2)  # fmt: skip
+    build_tiny_model(seed=0, config=cfg).save_pretrained(d)
+    build_char_tokenizer().save_pretrained(d)
+    return str(d)
+
+
+def _config(model, run_dir, **kw):
+    base = dict(
+        env="echo",
+        seed=3,
+        updates=3,
+        episodes_per_update=4,
+        eval_every=2,
+        eval_episodes=4,
+        checkpoint_every=1,
+        keep_checkpoints=2,
+        run_dir=str(run_dir),
+        progress=False,
+        policy={
+            "model": model,
+            "max_new_tokens": 4,
+            "critic_hidden": (16, 8),
+            "prompt_style": "compact",
+            "device": "cpu",
+        },
+        ppo={"epochs": 2, "minibatches": 2, "lr_actor": 1e-2, "lr_critic": 1e-2},
+    )
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def _strip(records):
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in records]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo,level", [("marft", "action"), ("ippo", "token")])
+def test_run_folder_and_exact_resume(small_model, tmp_path, algo, level):
+    ppo = {"epochs": 2, "minibatches": 2, "lr_actor": 1e-2, "lr_critic": 1e-2, "level": level}
+    full = Trainer(_config(small_model, tmp_path / "full", algo=algo, ppo=ppo)).run()
+    run = tmp_path / "full"
+    for name in ("config.json", "metrics.jsonl", "learning_curve.png", "summary.json"):
+        assert (run / name).is_file(), name
+    assert list((run / "tb").iterdir())
+    assert len(list_checkpoints(run / "checkpoints")) == 2  # keep_checkpoints
+    summary = json.loads((run / "summary.json").read_text())
+    for key in ("eval_start", "eval_end", "seed", "updates", "wall_seconds"):
+        assert key in summary
+    assert summary["updates"] == 3 and summary["seed"] == 3 and summary == full
+    evals = [r for r in read_metrics(run) if r["kind"] == "eval"]
+    assert [e["update"] for e in evals] == [0, 2, 3]
+
+    # interrupted after 1 update, then resumed
+    part = tmp_path / "part"
+    Trainer(_config(small_model, part, algo=algo, ppo=ppo)).run(stop_after=1)
+    assert not (part / "summary.json").exists()
+    Trainer.resume(part).run()
+    assert _strip(read_metrics(part)) == _strip(read_metrics(run))
+    resumed = json.loads((part / "summary.json").read_text())
+    assert resumed["evals"] == summary["evals"]
+
+
+def test_corrupted_checkpoint_is_a_clear_error(small_model, tmp_path):
+    run = tmp_path / "run"
+    summary = Trainer(_config(small_model, run, updates=1)).run()
+    assert summary["updates"] == 1 and summary["eval_start"] is not None
+    for name in ("config.json", "metrics.jsonl", "learning_curve.png", "summary.json", "tb"):
+        assert (run / name).exists(), name
+    ckpt = list_checkpoints(run / "checkpoints")[-1]
+    ckpt.write_bytes(ckpt.read_bytes()[:-100])
+    with pytest.raises(CheckpointError, match="truncated or corrupted"):
+        Trainer.resume(run)
+    with pytest.raises(FileExistsError, match="--resume"):
+        Trainer(_config(small_model, run, updates=1)).run()
+    with pytest.raises(CheckpointError, match="config.json not found"):
+        Trainer.resume(tmp_path / "nothing")
+
+
+def test_cli_train_and_eval(small_model, tmp_path, capsys):
+    run = tmp_path / "cli"
+    args = ["train", "--algo", "marft", "--env", "echo", "--model", small_model,
+            "--updates", "1", "--episodes-per-update", "2", "--eval-episodes", "2",
+            "--run-dir", str(run), "--no-progress", "--max-new-tokens", "3",
+            "--device", "cpu", "--share-parameters"]  # fmt: skip
+    assert cli.main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["updates"] == 1
+    cfg = json.loads((run / "config.json").read_text())
+    assert cfg["policy_config"]["share_parameters"] is True
+    assert cli.main(["eval", "--run", str(run), "--episodes", "3"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["episodes"] == 3 and 0.0 <= res["success_rate"] <= 1.0
+    assert list((run / "evals").iterdir())
+    assert cli.main(["train", "--resume", str(run), "--lr", "0.1"]) == 2
+    assert cli.main(["eval", "--run", str(tmp_path / "missing")]) == 1
+
+
+def test_config_errors():
+    with pytest.raises(ValueError, match="unknown TrainConfig keys"):
+        TrainConfig.from_dict({"nope": 1})
+    with pytest.raises(ValueError, match="episodes_per_update"):
+        TrainConfig(episodes_per_update=0)

@@ -4,9 +4,12 @@ For each model (the warm-started tiny model and a ~50M-parameter random-init
 Qwen2-style model with the same character vocabulary) and each team size, a
 fresh child process builds a :class:`~flexmg.agents.policy.TeamPolicy`, runs a
 rollout (every role generates for a batch of math observations, each seeing its
-predecessors' outputs) and a PPO-style update (batched ``evaluate`` + backward +
+predecessors' outputs; here a fixed-size stand-in so that every team size does
+the same work per call) and a PPO-style update (batched ``evaluate`` + backward +
 Adam step per role), and reports its own peak RSS. It also times the batched
-log-prob recomputation against a per-sample loop over the same batch.
+log-prob recomputation against a per-sample loop over the same batch. Peak RSS
+comes from a second child per configuration that runs one rollout + update with
+a fixed glibc mmap threshold (live memory, not the allocator's cache).
 
 Run:
     python benchmarks/bench_marft.py            # about 3-5 minutes on one free core
@@ -30,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+FIXED_CONTEXT = "\n".join(f"[{r}]: \\boxed{{12}} x" for r in ("decomposer", "planner", "executor"))
 TEAMS = {
     1: ("solver",),
     2: ("solver", "verifier"),
@@ -67,20 +71,17 @@ def child(
     critic_optim = torch.optim.Adam(policy.critic_parameters(), lr=1e-4)
 
     def rollout() -> tuple[dict[str, Any], int, float]:
-        outputs: list[list[str]] = [[] for _ in tasks]
+        # Every role of every team size sees the same fixed-size context (as long as the
+        # last role of a 4-agent team would), so per-call shapes are identical across team
+        # sizes and memory/throughput differences come from the team machinery alone.
         batches = {}
         tokens = 0
         start = time.perf_counter()
         for role in roles:
-            obs = [
-                {"task": t, "role": role, "context": "\n".join(prev)}
-                for t, prev in zip(tasks, outputs, strict=True)
-            ]
+            obs = [{"task": t, "role": role, "context": FIXED_CONTEXT} for t in tasks]
             out = policy.act(role, obs)
             batches[role] = out
             tokens += sum(len(a) for a in out.action_ids)
-            for prev, text in zip(outputs, out.texts, strict=True):
-                prev.append(f"[{role}]: {text}")
         return batches, tokens, time.perf_counter() - start
 
     def update(batches: dict[str, Any]) -> float:
@@ -98,6 +99,9 @@ def child(
 
     batches, _, _ = rollout()  # warm-up
     update(batches)
+    if reps == 0:  # memory-only run
+        update(batches)
+        return {"peak_rss_mb": round(_peak_rss_mb(), 1)}
     roll_tokens = roll_time = upd_time = 0.0
     for _ in range(reps):
         batches, tokens, dt = rollout()
@@ -167,8 +171,13 @@ def save_mid_model(folder: Path) -> str:
     return str(folder)
 
 
-def run_child(args: list[str]) -> dict:
+def run_child(args: list[str], memory_only: bool = False) -> dict:
     env = {**os.environ, "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1"}
+    if memory_only:
+        # A fixed glibc mmap threshold returns freed large buffers to the OS, so peak RSS
+        # tracks live memory, not the allocator's cache (which grows with the call count).
+        # It slows allocation down, so timings come from a separate child without it.
+        env["MALLOC_MMAP_THRESHOLD_"] = "131072"
     proc = subprocess.run(
         [sys.executable, __file__, "--child", *args], capture_output=True, text=True, env=env
     )
@@ -202,9 +211,9 @@ def main(argv: list[str] | None = None) -> int:
             plans.append(
                 (
                     save_mid_model(Path(tmp) / "mid"),
-                    4 if args.quick else 16,
-                    16,
-                    1 if args.quick else 2,
+                    4 if args.quick else 8,
+                    8,
+                    1,
                 )
             )
         results = []
@@ -212,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
             for agents in TEAMS:
                 cfg = [model, agents, batch, new_tokens, reps, 0, args.threads]
                 res = run_child([str(x) for x in cfg])
+                cfg[4] = 0
+                res.update(run_child([str(x) for x in cfg], memory_only=True))
                 results.append(res)
                 print(json.dumps(res), file=sys.stderr)
 

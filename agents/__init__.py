@@ -30,6 +30,10 @@ _LAZY = {
     "LLMAgent": "flexmg.agents.llm_agent",
     "TeamPolicy": "flexmg.agents.policy",
     "PolicyConfig": "flexmg.agents.policy",
+    "Trainer": "flexmg.agents.trainer",
+    "TrainConfig": "flexmg.agents.trainer",
+    "PPOConfig": "flexmg.agents.ppo",
+    "MARFT": "flexmg.agents.marft",
 }
 
 __all__ = [

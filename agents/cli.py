@@ -155,7 +155,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         trainer = Trainer(TrainConfig(**ov["train"], policy=ov["policy"], ppo=ov["ppo"]))
     print(f"run folder: {trainer.run_dir}", file=sys.stderr)
-    summary = trainer.run()
+    try:
+        summary = trainer.run()
+    except FileExistsError as exc:
+        print(f"flexmg train: {exc}", file=sys.stderr)
+        return 2
     keys = ("eval_start", "eval_end", "updates", "wall_seconds", "run_dir")
     print(json.dumps({k: summary.get(k) for k in keys}, indent=2))
     return 0

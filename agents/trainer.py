@@ -82,14 +82,14 @@ class TrainConfig:
     env: str = "math-2agent"
     algo: str = "marft"
     seed: int = 0
-    updates: int = 24
-    episodes_per_update: int = 64
-    eval_every: int = 6
+    updates: int = 30
+    episodes_per_update: int = 128
+    eval_every: int = 10
     eval_episodes: int = 200
     eval_seed: int = 0
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     run_dir: str | None = None
-    checkpoint_every: int = 6
+    checkpoint_every: int = 10
     keep_checkpoints: int = 3
     vectorization: str = "sync"
     progress: bool = True

@@ -117,6 +117,7 @@ def test_cli_train_and_eval(small_model, tmp_path, capsys):
     assert res["episodes"] == 3 and 0.0 <= res["success_rate"] <= 1.0
     assert list((run / "evals").iterdir())
     assert cli.main(["train", "--resume", str(run), "--lr", "0.1"]) == 2
+    assert cli.main(args) == 2  # the run folder already holds a run
     assert cli.main(["eval", "--run", str(tmp_path / "missing")]) == 1
 
 

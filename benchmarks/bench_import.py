@@ -17,12 +17,16 @@ def main(repeats: int = 7) -> None:
     )
     times = []
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
         seconds, torch_loaded = out.stdout.split()
         times.append(float(seconds))
     median = statistics.median(times)
-    print(f"import flexmg: median {median * 1000:.0f} ms over {repeats} fresh interpreters "
-          f"(min {min(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms); torch imported: {torch_loaded}")
+    print(
+        f"import flexmg: median {median * 1000:.0f} ms over {repeats} fresh interpreters "
+        f"(min {min(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms); torch imported: {torch_loaded}"
+    )
     print(f"target < 500 ms: {'MET' if median < 0.5 else 'NOT MET'}")
 
 

@@ -3,9 +3,9 @@
 from pathlib import Path
 
 import pytest
+from flexmg.envs.code import load_tasks
 
 import flexmg
-from flexmg.envs.code import load_tasks
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -88,7 +88,7 @@ def test_async_vector_code_env_grades_in_workers():
     vec = flexmg.make_vec("code-1agent", num_envs=2, vectorization="async", sandbox="local")
     try:
         vec.reset(seed=0)
-        obs = vec.observe("coder")
+        vec.observe("coder")
         vec.step("coder", ["```python\nprint('no function')\n```"] * 2)
         assert [e.metrics["score"] for e in vec.episodes()] == [0.0, 0.0]
     finally:

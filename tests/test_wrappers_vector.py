@@ -150,8 +150,9 @@ def _slow_reward(task, transcript):
 
 
 def _slow_env():
-    wf = flexmg.Workflow(name="slow", roles={"a": ""}, tasks=[flexmg.Task(id="0", prompt="p")],
-                         reward=_slow_reward)
+    wf = flexmg.Workflow(
+        name="slow", roles={"a": ""}, tasks=[flexmg.Task(id="0", prompt="p")], reward=_slow_reward
+    )
     return wf()
 
 

@@ -124,11 +124,9 @@ def add_commands(subparsers: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m flexmg.baselines.cli``."""
-    parser = argparse.ArgumentParser(prog="python -m flexmg.baselines.cli")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_commands(sub)
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    from flexmg.cli import standalone_main
+
+    return standalone_main(add_commands, "python -m flexmg.baselines.cli", argv)
 
 
 if __name__ == "__main__":

@@ -17,48 +17,49 @@ from flexmg.envs.rewards import CodeReward, MathReward, code_task_source, math_t
 
 from flexmg.workflow import Workflow
 
+_FAMILIES = {
+    "math": (MATH_ROLES, math_task_source, MathReward.from_options, {"grade_timeout": 1.0}),
+    "code": (
+        CODE_ROLES,
+        code_task_source,
+        CodeReward.from_options,
+        {"sandbox": "auto", "sandbox_timeout": 5.0},
+    ),
+}
 
-def _math(n: int, roles: tuple[str, ...], description: str) -> Workflow:
+
+def _builtin(family: str, roles: tuple[str, ...], description: str) -> Workflow:
+    """A built-in workflow: every role sees every earlier role; one round by default."""
+    prompts, tasks, reward_factory, options = _FAMILIES[family]
     return Workflow(
-        name=f"math-{n}agent",
-        roles={r: MATH_ROLES[r] for r in roles},
+        name=f"{family}-{len(roles)}agent",
+        roles={r: prompts[r] for r in roles},
         edges=[(a, b) for i, b in enumerate(roles) for a in roles[:i]],
-        tasks=math_task_source,
-        reward_factory=MathReward.from_options,
-        options={"grade_timeout": 1.0},
+        tasks=tasks,
+        reward_factory=reward_factory,
+        options=options,
         horizon=1,
         description=description,
     )
 
 
-def _code(n: int, roles: tuple[str, ...], description: str) -> Workflow:
-    return Workflow(
-        name=f"code-{n}agent",
-        roles={r: CODE_ROLES[r] for r in roles},
-        edges=[(a, b) for i, b in enumerate(roles) for a in roles[:i]],
-        tasks=code_task_source,
-        reward_factory=CodeReward.from_options,
-        options={"sandbox": "auto", "sandbox_timeout": 5.0},
-        horizon=1,
-        description=description,
-    )
-
-
-math_1agent = _math(1, ("solver",), "math: solver (graded)")
-math_2agent = _math(2, ("solver", "verifier"), "math: solver -> verifier (graded)")
-math_3agent = _math(
-    3, ("planner", "solver", "verifier"), "math: planner -> solver -> verifier (graded)"
+math_1agent = _builtin("math", ("solver",), "math: solver (graded)")
+math_2agent = _builtin("math", ("solver", "verifier"), "math: solver -> verifier (graded)")
+math_3agent = _builtin(
+    "math", ("planner", "solver", "verifier"), "math: planner -> solver -> verifier (graded)"
 )
-math_4agent = _math(
-    4,
+math_4agent = _builtin(
+    "math",
     ("decomposer", "planner", "executor", "verifier"),
     "math: decomposer -> planner -> executor -> verifier (graded)",
 )
-code_1agent = _code(1, ("coder",), "code: coder (graded by hidden tests in a sandbox)")
-code_2agent = _code(2, ("coder", "reviewer"), "code: coder -> reviewer (graded)")
-code_3agent = _code(3, ("planner", "coder", "reviewer"), "code: planner -> coder -> reviewer")
-code_4agent = _code(
-    4,
+code_1agent = _builtin("code", ("coder",), "code: coder (graded by hidden tests in a sandbox)")
+code_2agent = _builtin("code", ("coder", "reviewer"), "code: coder -> reviewer (graded)")
+code_3agent = _builtin(
+    "code", ("planner", "coder", "reviewer"), "code: planner -> coder -> reviewer"
+)
+code_4agent = _builtin(
+    "code",
     ("planner", "coder", "tester", "reviewer"),
     "code: planner -> coder -> tester (its tests are run) -> reviewer (graded)",
 )

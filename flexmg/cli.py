@@ -140,6 +140,18 @@ def _cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
+def standalone_main(add_commands: Any, prog: str, argv: Sequence[str] | None = None) -> int:
+    """Run one package's commands without the rest of the CLI (``python -m flexmg.agents.cli``).
+
+    ``add_commands(subparsers)`` adds the package's sub-commands, each with a ``func``.
+    """
+    parser = argparse.ArgumentParser(prog=prog)
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_commands(sub)
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flexmg", description="Flex-MG environments for teams of LLM agents."

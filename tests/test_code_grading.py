@@ -24,18 +24,6 @@ from flexmg.tasks import Task
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[Any]:
-    from flexmg.sandboxes import make_sandbox
-
-    try:
-        sb = make_sandbox("local", timeout=5.0, memory_mb=512)
-    except Exception as e:  # e.g. bubblewrap missing on this machine
-        pytest.skip(f"the local sandbox cannot run here: {e}")
-    with sb:
-        yield sb
-
-
-@pytest.fixture(scope="module")
 def short_sandbox() -> Iterator[Any]:
     """A sandbox with a 1 s limit, for code that never ends."""
     from flexmg.sandboxes import make_sandbox

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,18 +10,6 @@ from flexmg.envs.code import grade_code, load_tasks
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 HUMANEVAL = DATA / "HumanEval.jsonl.gz"
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Any]:
-    from flexmg.sandboxes import make_sandbox
-
-    try:
-        sb = make_sandbox("local", timeout=10.0, memory_mb=512)
-    except Exception as e:  # e.g. bubblewrap missing on this machine
-        pytest.skip(f"the local sandbox cannot run here: {e}")
-    with sb:
-        yield sb
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,15 @@ from flexmg.agents.buffer import RolloutBatch, Sample
 from flexmg.agents.gae import Chain, assign_advantages
 
 
+def config_from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Build the dataclass ``cls`` from ``data``; unknown keys are a clear ``ValueError``."""
+    known = {f.name for f in fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} keys {sorted(unknown)}; known: {sorted(known)}")
+    return cls(**data)
+
+
 @dataclass
 class PPOConfig:
     """PPO hyperparameters (defaults suit the tiny model; MARFT.md has the 7B ones)."""
@@ -86,11 +95,7 @@ class PPOConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PPOConfig:
         """Inverse of :meth:`to_dict`; unknown keys are rejected with a clear error."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown PPOConfig keys {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**data)
+        return config_from_dict(cls, data)
 
 
 # ----------------------------------------------------------------------------- losses

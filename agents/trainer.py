@@ -27,7 +27,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from flexmg.agents.checkpoint import (
     save_checkpoint,
 )
 from flexmg.agents.marft import Algorithm, get_algorithm
-from flexmg.agents.ppo import PPOConfig, PPOLearner
+from flexmg.agents.ppo import PPOConfig, PPOLearner, config_from_dict
 
 CKPT_FORMAT = 1
 # Defaults of the policy and PPO for the tiny model on CPU (the main job). The MARFT
@@ -114,11 +114,7 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         """Inverse of :meth:`to_dict`; unknown keys are a clear error."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown TrainConfig keys {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**data)
+        return config_from_dict(cls, data)
 
 
 def derive_seed(*parts: int) -> int:

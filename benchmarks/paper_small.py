@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -142,10 +143,23 @@ def train_command(job: Job, args: argparse.Namespace) -> list[str]:
     return cmd + list(args.train_flags)
 
 
+def clear_unstarted(run_dir: Path) -> bool:
+    """Remove a run folder that was interrupted before its first checkpoint.
+
+    Such a run has nothing to resume from, and ``flexmg train`` refuses a folder
+    that already holds a run, so it is trained again from the start.
+    """
+    if run_state(run_dir, budget=1 << 30) != "new" or not (run_dir / "config.json").is_file():
+        return False
+    shutil.rmtree(run_dir)
+    return True
+
+
 def train_one(job: Job, args: argparse.Namespace) -> dict[str, Any]:
     """Train (or resume) one job in a subprocess; its log goes to ``RUN_DIR.log``."""
     if run_state(job.run_dir, args.budget) == "done":
         return {"job": job.label, "status": "done before", "seconds": 0.0}
+    clear_unstarted(job.run_dir)
     cmd = train_command(job, args)
     job.run_dir.parent.mkdir(parents=True, exist_ok=True)
     log = job.run_dir.with_suffix(".log")

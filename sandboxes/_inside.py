@@ -8,11 +8,14 @@ Processes inside one sandbox (one "worker"):
 
 * **zygote** (pid 1 of the sandbox's pid namespace, or a subreaper without one):
   reads jobs from the host on fd 0, answers on fd 1, enforces the wall-clock
-  deadline and output caps, and after every run kills every other process (except
-  the fork server), empties the scratch directory and System V / POSIX IPC.
+  deadline and output caps. Right after each reply (before it reads the next
+  job) it kills every other process of the run, waiting for them on pidfds,
+  and empties the scratch directory and System V / POSIX IPC.
 * **fork server**: a pristine interpreter that never sees job data; it forks
-  fresh runners and judges on request (double fork, so they become the zygote's
-  children), which makes a run cost a fork instead of an interpreter start.
+  fresh runners and judges on request, which makes a run cost a fork instead of
+  an interpreter start. The next run's idle runner and judge are requested as
+  soon as a run has its job, so their start overlaps the run; they are checked
+  (alive, not stopped, children of the fork server) before they are used.
 * **runner**: runs the untrusted code. ``exec`` mode runs a program; ``serve``
   mode loads the solution then answers calls ``fn(*args)`` with plain data.
 * **judge**: runs the tests with every solution function replaced by a proxy that
@@ -242,10 +245,11 @@ def _apply_limits(lim: dict, memory_factor: float = 1.0) -> None:
         pass
 
 
+_CATCHABLE = sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP})
+
+
 def _reset_signals() -> None:
-    for sig in range(1, signal.NSIG):
-        if sig in (signal.SIGKILL, signal.SIGSTOP):
-            continue
+    for sig in _CATCHABLE:
         try:
             signal.signal(sig, signal.SIG_DFL)
         except (OSError, ValueError, RuntimeError):
@@ -312,8 +316,11 @@ def _place_fds(fds: list[int]) -> None:
 
 
 def runner_main(config: dict) -> None:
-    """fds: 0 stdin, 1 stdout, 2 stderr, 3 job/calls in, 4 replies out."""
-    _rebind_stdio()
+    """fds: 0 stdin, 1 stdout, 2 stderr, 3 job/calls in, 4 replies out.
+
+    ``sys.std*`` and ``os.environ`` are already set up by the fork server (or
+    the exec path in :func:`_main`).
+    """
     try:
         job = read_frame(3)
     except Exception:
@@ -326,8 +333,6 @@ def runner_main(config: dict) -> None:
         os.chdir(job["workdir"])
     except OSError:
         pass
-    os.environ.clear()
-    os.environ.update(config.get("env") or {})
     os.environ["HOME"] = job["workdir"]
     if job.get("mode") == "serve":
         _runner_serve(job)
@@ -660,7 +665,6 @@ class Judge:
 
 def judge_main(config: dict) -> None:
     """fds: 0 null, 1/2 captured output, 3 job in, 4 verdict out, 5 runner in, 6 runner out."""
-    _rebind_stdio()
     try:
         job = read_frame(3)
     except Exception:
@@ -702,6 +706,13 @@ def forkserver_main(config: dict) -> None:
     import fcntl  # noqa: F401 - imported once here, so children start faster
     import gc
     import resource  # noqa: F401
+
+    # Set up once what every child needs: they inherit it through fork. The
+    # text streams wrap fds 0-2 (a child's own pipes once it has placed them);
+    # the fork server never writes to them, so their buffers stay empty.
+    _rebind_stdio()
+    os.environ.clear()
+    os.environ.update(config.get("env") or {})
 
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -760,8 +771,6 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
                 _reset_signals()
                 os.setpgid(0, 0)
                 _place_fds(mine)
-                os.environ.clear()
-                os.environ.update(config.get("env") or {})
                 (runner_main if role == "runner" else judge_main)(config)
             finally:
                 os._exit(127)
@@ -775,6 +784,48 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
 
 
 # --------------------------------------------------------------------------- zygote
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd of ``pid`` (readable once it has exited), or None (gone / unsupported)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _wait_exits(handles: list[int | None], timeout: float = 2.0) -> None:
+    """Block until every pidfd in ``handles`` is readable (its process has exited).
+
+    Sleeping on the pidfds instead of polling ``/proc`` keeps the zygote off the
+    CPU while the kernel tears the killed processes down. Without pidfds (old
+    kernels) it sleeps briefly; the caller rescans ``/proc`` either way.
+    """
+    fds = [fd for fd in handles if fd is not None]
+    if len(fds) < len(handles):
+        time.sleep(0.0005)
+    deadline = time.monotonic() + timeout
+    try:
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        pending = len(fds)
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            for fd, _ in poller.poll(left * 1000):
+                poller.unregister(fd)
+                pending -= 1
+    except (OSError, ValueError):
+        return
+    finally:
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
 
 
 class Zygote:
@@ -807,6 +858,7 @@ class Zygote:
         self.spawned: list[int] = []
         self.counter = 0
         self.spare: dict | None = None
+        self.dirty = False  # a run's processes and files are still to be removed
         self._start_forkserver()
 
     # ---- helpers
@@ -831,8 +883,14 @@ class Zygote:
         self.fs_pid, self.fs_sock = pid, parent
         self.fs_buf = bytearray()
 
-    def _spawn(self, plan: list[tuple[str, list[int]]]) -> list[int]:
-        """Start fresh children of the fork server: one per (role, fds); their pids."""
+    def _spawn_request(self, plan: list[tuple[str, list[int]]], restart: bool = True) -> None:
+        """Ask the fork server for fresh children, one per (role, fds).
+
+        Their pids arrive later (:meth:`_spawned_pids`), so the zygote goes on
+        while the fork server forks. ``restart``: replace a broken fork server
+        and retry once (never while untrusted code runs: a freshly exec-ed
+        interpreter is dumpable until it makes itself not).
+        """
         msg = ",".join(f"{role}:{len(fds)}" for role, fds in plan).encode()
         all_fds = [fd for _, fds in plan for fd in fds]
         for attempt in range(2):
@@ -840,15 +898,18 @@ class Zygote:
                 self.fs_sock.settimeout(10.0)
                 socket.send_fds(self.fs_sock, [msg], all_fds)
                 self.spawned = []
-                while len(self.spawned) < len(plan):
-                    self._fs_pump(block=True)
-                return list(self.spawned)
+                return
             except OSError:
-                if attempt:
+                if attempt or not restart:
                     raise
                 self._kill_pid(self.fs_pid)
                 self._start_forkserver()
-        raise OSError("unreachable")
+
+    def _spawned_pids(self, n: int) -> list[int]:
+        """Block until the fork server has reported the ``n`` children of the request."""
+        while len(self.spawned) < n:
+            self._fs_pump(block=True)
+        return list(self.spawned[:n])
 
     def _fs_pump(self, block: bool = False) -> None:
         """Read the fork server's records: spawned pids and exit statuses."""
@@ -904,9 +965,18 @@ class Zygote:
 
     # ---- cleanup between runs
     def _victims(self) -> list[int]:
-        """Every live process of the last run (zombies are left to their reapers)."""
+        """Every live process of the last run (zombies are left to their reapers).
+
+        The idle runner and judge of the next run (``self.spare``) are not victims.
+        """
         me = os.getpid()
         keep = {me, self.fs_pid}
+        if self.spare is not None:
+            try:
+                self._spare_pids()
+                keep.update((self.spare["runner"], self.spare["judge"]))
+            except OSError:
+                self._drop_spare()
         out = []
         for name in os.listdir("/proc"):
             if not name.isdigit():
@@ -929,8 +999,7 @@ class Zygote:
 
     def _census(self) -> int:
         """Live processes besides the zygote, the fork server and the idle runner/judge."""
-        spare = set() if self.spare is None else {self.spare["runner"], self.spare["judge"]}
-        return len(set(self._victims()) - spare)
+        return len(self._victims())
 
     def _kill_everything(self) -> int:
         killed = 0
@@ -938,16 +1007,12 @@ class Zygote:
             victims = self._victims()
             if not victims:
                 break
+            handles = []
             for pid in victims:
+                handles.append(_pidfd(pid))
                 self._kill_pid(pid)
                 killed += 1
-            for pid in victims:
-                try:
-                    os.waitpid(pid, 0)
-                except ChildProcessError:
-                    pass
-                except OSError:
-                    pass
+            _wait_exits(handles)
             self._reap()
         self._reap()
         if self.fs_pid:
@@ -1033,11 +1098,16 @@ class Zygote:
             pass
 
     # ---- one job
-    def _prepare(self) -> dict:
-        """Spawn an idle runner and judge for the next job.
+    def _request_spare(self, restart_forkserver: bool = True) -> None:
+        """Ask the fork server for an idle runner and judge (``self.spare``).
 
-        Called only between runs, when no untrusted process exists, so nothing can
-        tamper with them; they wait for their job on a pipe.
+        They are pristine forks that wait for their job on a pipe. The spare of
+        the next run is requested as soon as a run has been handed its job, so
+        forking and warming up overlap the run instead of delaying the next one.
+        Untrusted code that runs meanwhile cannot reach the spare: it holds no
+        end of its pipes, and the spare is non-dumpable (no ptrace, no
+        ``/proc/PID/mem`` or ``fd``); a signal can only stop or kill it, which
+        :meth:`_take_spare` checks after the run's processes are gone.
         """
         opened: list[int] = []
 
@@ -1056,11 +1126,12 @@ class Zygote:
             jo_r, jo_w = pipe()
             devnull = os.open(os.devnull, os.O_RDWR)
             opened.append(devnull)
-            runner, judge = self._spawn(
+            self._spawn_request(
                 [
                     ("runner", [si_r, out_w, err_w, ci_r, co_w]),
                     ("judge", [devnull, out_w, err_w, ji_r, jo_w, ci_w, co_r]),
-                ]
+                ],
+                restart_forkserver,
             )
         except BaseException:
             for fd in opened:
@@ -1068,9 +1139,9 @@ class Zygote:
             raise
         for fd in (si_r, out_w, err_w, ci_r, co_w, ji_r, jo_w, devnull):
             self._close(fd)
-        return {
-            "runner": runner,
-            "judge": judge,
+        self.spare = {
+            "runner": None,
+            "judge": None,
             "out_r": out_r,
             "err_r": err_r,
             "ci_w": ci_w,
@@ -1080,7 +1151,66 @@ class Zygote:
             "jo_r": jo_r,
         }
 
+    def _spare_pids(self) -> None:
+        """Wait until the fork server has reported the spare's pids."""
+        sp = self.spare
+        if sp is not None and sp["runner"] is None:
+            if self.fs_pid:
+                try:  # a run may have stopped it
+                    os.kill(self.fs_pid, signal.SIGCONT)
+                except OSError:
+                    pass
+            sp["runner"], sp["judge"] = self._spawned_pids(2)
+
+    def _spare_intact(self, sp: dict) -> bool:
+        """Both spare processes are alive, not stopped, and children of the fork server.
+
+        Called when no untrusted process exists. SIGCONT first: it resumes a
+        stopped spare and discards a stop signal still pending.
+        """
+        for pid in (sp["runner"], sp["judge"]):
+            try:
+                os.kill(pid, signal.SIGCONT)
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    stat = f.read()
+                fields = stat[stat.rindex(b")") + 2 :].split()
+            except (OSError, ValueError):
+                return False
+            if fields[0] in (b"T", b"t", b"Z", b"X") or int(fields[1]) != self.fs_pid:
+                return False
+        return True
+
+    def _take_spare(self) -> dict:
+        """A verified idle runner and judge for the job that starts now."""
+        for _ in range(3):
+            try:
+                if self.fs_pid is None:
+                    self._drop_spare()
+                    self._start_forkserver()
+                if self.spare is None:
+                    self._request_spare()
+                self._spare_pids()
+            except OSError:
+                self._drop_spare()
+                self._kill_pid(self.fs_pid)
+                self._reap()
+                self.fs_pid = None
+                continue
+            sp = self.spare
+            if self._spare_intact(sp):
+                self.spare = None
+                return sp
+            self._drop_spare()
+            self._kill_everything()
+        raise OSError("the fork server could not start a runner and a judge")
+
     def _drop_spare(self) -> None:
+        """Forget the spare; its processes get EOF and become victims of the next cleanup."""
+        if self.spare is not None and self.spare["runner"] is None:
+            try:
+                self._spare_pids()
+            except (OSError, ValueError):
+                pass
         spare, self.spare = self.spare, None
         if spare:
             for key in ("out_r", "err_r", "ci_w", "co_r", "si_w", "ji_w", "jo_r"):
@@ -1099,10 +1229,7 @@ class Zygote:
             "limits": job["limits"],
         }
         try:
-            if self.spare is None:
-                self.spare = self._prepare()
-            sp = self.spare
-            self.spare = None
+            sp = self._take_spare()
         except OSError as e:
             self._drop_spare()
             self._kill_everything()
@@ -1140,6 +1267,11 @@ class Zygote:
             self._kill_everything()
             self._clean_files()
             return {"status": "sandbox_error", "error": f"could not start the run: {e}"}
+        if self.spare is None and self.fs_pid is not None:
+            try:  # the next run's spare forks while this run goes on
+                self._request_spare(restart_forkserver=False)
+            except OSError:
+                self._drop_spare()
         verdict_r = sp["jo_r"] if mode == "tests" else None
         res = self._watch(
             job,
@@ -1157,8 +1289,10 @@ class Zygote:
         )
         for fd in keep:
             self._close(fd)
-        res["killed"] = self._kill_everything()
-        self._clean_files()
+        # The run's processes are killed and its files removed by serve() right
+        # after the reply goes out (off the caller's critical path), always
+        # before the next job is read.
+        self.dirty = True
         return res
 
     @staticmethod
@@ -1295,7 +1429,7 @@ class Zygote:
 
     def serve(self) -> None:
         try:
-            self.spare = self._prepare()
+            self._request_spare()
         except OSError:
             self.spare = None
         write_frame(self.out, {"ready": True, "pid": os.getpid(), "python": sys.version})
@@ -1322,16 +1456,22 @@ class Zygote:
                     self._clean_files()
                     reply = {"status": "sandbox_error", "error": "zygote: " + _exc_line(e)}
             reply["id"] = job.get("id")
-            self.exited.clear()
             try:
                 write_frame(self.out, reply)
             except OSError:
                 os._exit(0)
+            # Off the caller's critical path: kill the run's processes, remove its
+            # files, and start the next run's runner and judge.
+            if self.dirty:
+                self.dirty = False
+                self._kill_everything()
+                self._clean_files()
+            self.exited.clear()
             if self.spare is None:
                 try:
                     if self.fs_pid is None:
                         self._start_forkserver()
-                    self.spare = self._prepare()
+                    self._request_spare()  # its pids are read when the next job comes
                 except OSError:
                     self.spare = None
 
@@ -1361,6 +1501,7 @@ def _main() -> None:
         forkserver_main(config)
     elif role == "runner":
         _reset_signals()
+        _rebind_stdio()
         runner_main(config)
     else:
         raise SystemExit(f"unknown role {role!r}")

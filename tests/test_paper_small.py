@@ -1,0 +1,57 @@
+"""The paper_small grid script: which run folders it trains, resumes or restarts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "paper_small.py"
+
+
+@pytest.fixture(scope="module")
+def paper_small():
+    spec = importlib.util.spec_from_file_location("paper_small", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules["paper_small"] = module  # dataclasses look their module up here
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules["paper_small"]
+    return module
+
+
+def test_run_states(paper_small, tmp_path: Path) -> None:
+    run = tmp_path / "math-2agent-marft-s0"
+    assert paper_small.run_state(run, 10) == "new"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "step_000003.ckpt").write_bytes(b"x")
+    assert paper_small.run_state(run, 10) == "partial"
+    (run / "summary.json").write_text(json.dumps({"updates": 10}))
+    assert paper_small.run_state(run, 10) == "done"
+    assert paper_small.run_state(run, 12) == "partial"
+
+
+def test_a_run_interrupted_before_its_first_checkpoint_is_restarted(
+    paper_small, tmp_path: Path
+) -> None:
+    run = tmp_path / "code-2agent-marft-s0"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    (run / "metrics.jsonl").write_text('{"kind": "eval", "update": 0}\n')
+    assert paper_small.clear_unstarted(run) is True
+    assert not run.exists()
+    assert paper_small.clear_unstarted(run) is False  # nothing there: nothing to do
+
+
+def test_a_run_with_a_checkpoint_is_kept_for_resume(paper_small, tmp_path: Path) -> None:
+    run = tmp_path / "code-2agent-marft-s1"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    (run / "checkpoints" / "step_000001.ckpt").write_bytes(b"x")
+    assert paper_small.clear_unstarted(run) is False
+    assert run.exists()

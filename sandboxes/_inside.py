@@ -827,7 +827,6 @@ def _wait_exits(handles: list[int | None], timeout: float = 2.0) -> None:
                 pass
 
 
-
 class Zygote:
     """The per-sandbox supervisor (see the module docstring)."""
 

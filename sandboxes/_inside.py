@@ -209,11 +209,16 @@ def read_frame(fd: int, deadline: float | None = None) -> object | None:
 # --------------------------------------------------------------------------- process helpers
 
 
+_LIBC: list = []  # the C library handle, opened once (children inherit it)
+
+
 def _prctl(option: int, value: int) -> None:
     try:
-        import ctypes
+        if not _LIBC:
+            import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+            _LIBC.append(ctypes.CDLL(None, use_errno=True))
+        _LIBC[0].prctl(option, value, 0, 0, 0)
     except Exception:
         pass
 
@@ -238,9 +243,12 @@ def _apply_limits(lim: dict, memory_factor: float = 1.0) -> None:
         setlim(resource.RLIMIT_NOFILE, int(lim["open_files"]))
     if lim.get("procs"):
         setlim(resource.RLIMIT_NPROC, int(lim["procs"]))
-    try:
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
+    try:  # raw fd calls: cheaper in a fresh fork than a Python file object
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        try:
+            os.write(fd, b"1000")
+        finally:
+            os.close(fd)
     except OSError:
         pass
 
@@ -693,14 +701,15 @@ def judge_main(config: dict) -> None:
 
 
 def forkserver_main(config: dict) -> None:
-    """fd 3: a unix socket from the zygote; each message (role, fds) -> one fresh child."""
+    """fd 3: a unix socket from the zygote; each message (role, fds) -> one fresh child.
+
+    Signal dispositions are reset here once (children inherit them), so a child
+    only has to undo the SIGCHLD handler. Ignoring signals would not protect the
+    fork server (a run can always SIGKILL or SIGSTOP it, being the same uid): the
+    zygote resumes a stopped fork server and replaces a dead one between runs.
+    """
     _prctl(PR_SET_DUMPABLE, 0)
-    for sig in range(1, signal.NSIG):
-        if sig not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
-            try:
-                signal.signal(sig, signal.SIG_IGN)
-            except (OSError, ValueError, RuntimeError):
-                pass
+    _reset_signals()
     sock = socket.socket(fileno=3)
     os.chdir("/")
     import fcntl  # noqa: F401 - imported once here, so children start faster
@@ -767,8 +776,8 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
         if child == 0:
             try:
                 signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 sock.close()
-                _reset_signals()
                 os.setpgid(0, 0)
                 _place_fds(mine)
                 (runner_main if role == "runner" else judge_main)(config)

@@ -23,6 +23,8 @@ Example:
 from __future__ import annotations
 
 import ast
+import functools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -151,17 +153,36 @@ def _parse_mbpp(tests: Sequence[Any]) -> TestSpec:
     return TestSpec(setup="", units=units)
 
 
+# CPython 3.11's ast module keeps its recursion bookkeeping in global state, so
+# parsing in several threads at once (map_tests) can fail with "AST constructor
+# recursion depth mismatch": parse under one lock.
+_PARSE_LOCK = threading.Lock()
+
+
 def parse_tests(tests: str | Sequence[str], entry_point: str | None = None) -> TestSpec:
     """Parse ``tests`` (HumanEval ``check`` string or MBPP list of asserts).
 
-    Raises ``ValueError``/``TypeError`` for malformed tests: these come from the
-    task, not the agent, so they are programmer errors.
+    Thread-safe; a task's tests are parsed once and cached (graders see the
+    same tests many times). Raises ``ValueError``/``TypeError`` for malformed
+    tests: these come from the task, not the agent, so they are programmer errors.
     """
     if isinstance(tests, str):
-        return _parse_humaneval(tests, entry_point)
+        return _cached_parse(tests, entry_point)
     if isinstance(tests, Sequence):
-        return _parse_mbpp(tests)
+        try:
+            return _cached_parse(tuple(tests), None)
+        except TypeError:  # unhashable items: parse_mbpp names the bad item
+            with _PARSE_LOCK:
+                return _parse_mbpp(tests)
     raise TypeError(
         "tests must be a str defining check(candidate) or a list of assert strings, "
         f"got {type(tests).__name__}"
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_parse(tests: str | tuple[Any, ...], entry_point: str | None) -> TestSpec:
+    with _PARSE_LOCK:
+        if isinstance(tests, str):
+            return _parse_humaneval(tests, entry_point)
+        return _parse_mbpp(tests)

@@ -49,6 +49,7 @@ _MAX_ITEMS = 1_000_000
 _MAX_DEPTH = 200
 _BIG_INT = 1 << 4000
 PR_SET_DUMPABLE = 4
+PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
 
 # --------------------------------------------------------------------------- codec
@@ -223,6 +224,18 @@ def _prctl(option: int, value: int) -> None:
         pass
 
 
+def _set_name(name: str) -> None:
+    """Name this process (``ps``, ``top`` and profilers show ``flexmg-<role>``)."""
+    try:
+        if not _LIBC:
+            import ctypes
+
+            _LIBC.append(ctypes.CDLL(None, use_errno=True))
+        _LIBC[0].prctl(PR_SET_NAME, f"flexmg-{name}"[:15].encode(), 0, 0, 0)
+    except Exception:
+        pass
+
+
 def _apply_limits(lim: dict, memory_factor: float = 1.0) -> None:
     import resource
 
@@ -254,6 +267,12 @@ def _apply_limits(lim: dict, memory_factor: float = 1.0) -> None:
 
 
 _CATCHABLE = sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP})
+
+# Standard-library modules that solutions and tests often import (HumanEval:
+# typing in most prompts, then math, random, copy, string, collections, re).
+# The fork server imports them once, so a run gets them with its fork instead of
+# importing them (typing alone costs a fresh process ~4 ms of CPU).
+WARM_MODULES = ("typing", "math", "re", "collections", "random", "string", "copy")
 
 
 def _reset_signals() -> None:
@@ -697,6 +716,82 @@ def judge_main(config: dict) -> None:
     os._exit(0)
 
 
+def judge_server_main(config: dict) -> None:
+    """A judge that serves many runs whose tests are trusted (the task's own tests).
+
+    fd 3: a unix socket from the zygote. Each job arrives as fds (job pipe,
+    stdout, stderr, runner in, runner out, verdict out) plus the job on its pipe;
+    the tests run against that run's fresh runner exactly as in a fresh judge.
+    Keeping one judge saves a process per run. Only trusted tests come here:
+    they could change this process for later runs, which an agent's tests
+    must not (those get a fresh judge). The runner still reaches it only by
+    plain data and signals: every catchable signal is ignored, and the zygote
+    replaces a judge server that was killed, stopped or did not finish a job.
+    """
+    _prctl(PR_SET_DUMPABLE, 0)
+    for sig in _CATCHABLE:
+        if sig != signal.SIGCHLD:
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (OSError, ValueError, RuntimeError):
+                pass
+    sock = socket.socket(fileno=3)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    sys.setrecursionlimit(10_000)
+    limited = False
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 16, 8)
+        except OSError:
+            os._exit(0)
+        if not msg or len(fds) != 6:
+            os._exit(0)
+        while True:  # runners this judge restarted in an earlier job (killed by the zygote)
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        job_r, out_w, err_w, ci_w, co_r, jo_w = fds
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.close(out_w)
+        os.close(err_w)
+        try:
+            job = read_frame(job_r)
+        except Exception:
+            job = None
+        os.close(job_r)
+        judge = None
+        if isinstance(job, dict):
+            if not limited:  # no CPU limit: it would add up over runs (the zygote has a deadline)
+                _apply_limits({**(job.get("judge_limits") or {}), "cpu_seconds": 0})
+                limited = True
+            try:
+                os.chdir(job["runner_job"]["workdir"])
+            except (OSError, KeyError, TypeError):
+                pass
+            try:
+                judge = Judge(job, config, ci_w, co_r)
+                verdict = judge.run()
+            except BaseException as e:
+                verdict = {"judge_error": _exc_line(e), "results": []}
+            _flush_stdio()
+            try:
+                write_frame(jo_w, verdict)
+            except BaseException:
+                pass
+        for fd in {jo_w, *((judge.wfd, judge.rfd) if judge is not None else (ci_w, co_r))}:
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.chdir("/")
+
+
 # --------------------------------------------------------------------------- fork server
 
 
@@ -709,6 +804,7 @@ def forkserver_main(config: dict) -> None:
     zygote resumes a stopped fork server and replaces a dead one between runs.
     """
     _prctl(PR_SET_DUMPABLE, 0)
+    _set_name("forkserver")
     _reset_signals()
     sock = socket.socket(fileno=3)
     os.chdir("/")
@@ -722,6 +818,11 @@ def forkserver_main(config: dict) -> None:
     _rebind_stdio()
     os.environ.clear()
     os.environ.update(config.get("env") or {})
+    for name in WARM_MODULES:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
 
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -777,10 +878,13 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
             try:
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _set_name(role)
                 sock.close()
                 os.setpgid(0, 0)
                 _place_fds(mine)
-                (runner_main if role == "runner" else judge_main)(config)
+                {"runner": runner_main, "judge-server": judge_server_main}.get(role, judge_main)(
+                    config
+                )
             finally:
                 os._exit(127)
         records.append(struct.pack(">cii", b"S", child, 0))
@@ -866,6 +970,9 @@ class Zygote:
         self.spawned: list[int] = []
         self.counter = 0
         self.spare: dict | None = None
+        self.server: dict | None = None  # the judge server: {"pid", "sock"}
+        self.server_busy = False
+        self.last_untrusted = False  # the last test job's tests were not trusted
         self.dirty = False  # a run's processes and files are still to be removed
         self._start_forkserver()
 
@@ -982,9 +1089,11 @@ class Zygote:
         if self.spare is not None:
             try:
                 self._spare_pids()
-                keep.update((self.spare["runner"], self.spare["judge"]))
+                keep.update(self.spare["pids"].values())
             except OSError:
                 self._drop_spare()
+        if self.server is not None and self.server["pid"]:
+            keep.add(self.server["pid"])
         out = []
         for name in os.listdir("/proc"):
             if not name.isdigit():
@@ -1107,15 +1216,17 @@ class Zygote:
 
     # ---- one job
     def _request_spare(self, restart_forkserver: bool = True) -> None:
-        """Ask the fork server for an idle runner and judge (``self.spare``).
+        """Ask the fork server for an idle runner (and judges) for the next job.
 
-        They are pristine forks that wait for their job on a pipe. The spare of
-        the next run is requested as soon as a run has been handed its job, so
-        forking and warming up overlap the run instead of delaying the next one.
-        Untrusted code that runs meanwhile cannot reach the spare: it holds no
-        end of its pipes, and the spare is non-dumpable (no ptrace, no
-        ``/proc/PID/mem`` or ``fd``); a signal can only stop or kill it, which
-        :meth:`_take_spare` checks after the run's processes are gone.
+        ``self.spare`` gets a runner, a fresh judge when the last test job's tests
+        were untrusted, and the pipes of the run; a judge server is requested too
+        when there is none (:func:`judge_server_main`). They are pristine forks
+        that wait on their pipe or socket. The next run's spare is requested as
+        soon as a run has been handed its job, so forking and warming up overlap
+        the run instead of delaying the next one. Untrusted code that runs
+        meanwhile cannot reach them: it holds no end of their pipes, and they are
+        non-dumpable (no ptrace, no ``/proc/PID/mem`` or ``fd``); a signal can only
+        stop or kill them, which is checked after the run's processes are gone.
         """
         opened: list[int] = []
 
@@ -1124,88 +1235,111 @@ class Zygote:
             opened.extend((r, w))
             return r, w
 
+        server_sock = None
         try:
             out_r, out_w = pipe()
             err_r, err_w = pipe()
             ci_r, ci_w = pipe()
             co_r, co_w = pipe()
             si_r, si_w = pipe()
-            ji_r, ji_w = pipe()
             jo_r, jo_w = pipe()
             devnull = os.open(os.devnull, os.O_RDWR)
             opened.append(devnull)
-            self._spawn_request(
-                [
-                    ("runner", [si_r, out_w, err_w, ci_r, co_w]),
-                    ("judge", [devnull, out_w, err_w, ji_r, jo_w, ci_w, co_r]),
-                ],
-                restart_forkserver,
-            )
+            plan = [("runner", [si_r, out_w, err_w, ci_r, co_w])]
+            ji_w = None
+            if self.last_untrusted:
+                ji_r, ji_w = pipe()
+                plan.append(("judge", [devnull, out_w, err_w, ji_r, jo_w, ci_w, co_r]))
+            if self.server is None:
+                server_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                opened.append(child_sock.detach())
+                plan.append(("judge-server", [devnull, devnull, devnull, opened[-1]]))
+            self._spawn_request(plan, restart_forkserver)
         except BaseException:
             for fd in opened:
                 self._close(fd)
+            if server_sock is not None:
+                server_sock.close()
             raise
-        for fd in (si_r, out_w, err_w, ci_r, co_w, ji_r, jo_w, devnull):
-            self._close(fd)
+        for fd in opened:
+            if fd not in (out_r, err_r, si_w, jo_r, out_w, err_w, ci_w, co_r, jo_w, ji_w):
+                self._close(fd)
+        roles = [role for role, _ in plan]
+        if server_sock is not None:
+            self.server = {"pid": None, "sock": server_sock}
         self.spare = {
+            "roles": roles,
+            "pids": None,
             "runner": None,
             "judge": None,
+            # the zygote's ends
             "out_r": out_r,
             "err_r": err_r,
+            "si_w": si_w,
+            "jo_r": jo_r,
+            "ji_w": ji_w,
+            # a judge's ends, kept until the job decides which judge gets them
+            "out_w": out_w,
+            "err_w": err_w,
             "ci_w": ci_w,
             "co_r": co_r,
-            "si_w": si_w,
-            "ji_w": ji_w,
-            "jo_r": jo_r,
+            "jo_w": jo_w,
         }
 
+    _SPARE_FDS = ("out_r", "err_r", "si_w", "jo_r", "ji_w", "out_w", "err_w", "ci_w", "co_r", "jo_w")
+
     def _spare_pids(self) -> None:
-        """Wait until the fork server has reported the spare's pids."""
+        """Wait until the fork server has reported the pids of the spare's request."""
         sp = self.spare
-        if sp is not None and sp["runner"] is None:
+        if sp is not None and sp["pids"] is None:
             if self.fs_pid:
                 try:  # a run may have stopped it
                     os.kill(self.fs_pid, signal.SIGCONT)
                 except OSError:
                     pass
-            sp["runner"], sp["judge"] = self._spawned_pids(2)
+            pids = dict(zip(sp["roles"], self._spawned_pids(len(sp["roles"]))))
+            sp["pids"] = pids
+            sp["runner"], sp["judge"] = pids["runner"], pids.get("judge")
+            if "judge-server" in pids and self.server is not None:
+                self.server["pid"] = pids["judge-server"]
 
-    def _spare_intact(self, sp: dict) -> bool:
-        """Both spare processes are alive, not stopped, and children of the fork server.
+    def _intact(self, pid: int | None) -> bool:
+        """``pid`` is alive, not stopped, and a child of the fork server.
 
         Called when no untrusted process exists. SIGCONT first: it resumes a
-        stopped spare and discards a stop signal still pending.
+        stopped process and discards a stop signal still pending.
         """
-        for pid in (sp["runner"], sp["judge"]):
-            try:
-                os.kill(pid, signal.SIGCONT)
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    stat = f.read()
-                fields = stat[stat.rindex(b")") + 2 :].split()
-            except (OSError, ValueError):
-                return False
-            if fields[0] in (b"T", b"t", b"Z", b"X") or int(fields[1]) != self.fs_pid:
-                return False
-        return True
+        if not pid:
+            return False
+        try:
+            os.kill(pid, signal.SIGCONT)
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+            fields = stat[stat.rindex(b")") + 2 :].split()
+        except (OSError, ValueError):
+            return False
+        return fields[0] not in (b"T", b"t", b"Z", b"X") and int(fields[1]) == self.fs_pid
 
     def _take_spare(self) -> dict:
-        """A verified idle runner and judge for the job that starts now."""
+        """A verified idle runner (and fresh judge, if any) for the job that starts now."""
         for _ in range(3):
             try:
                 if self.fs_pid is None:
                     self._drop_spare()
+                    self._drop_server()
                     self._start_forkserver()
                 if self.spare is None:
                     self._request_spare()
                 self._spare_pids()
             except OSError:
                 self._drop_spare()
+                self._drop_server()
                 self._kill_pid(self.fs_pid)
                 self._reap()
                 self.fs_pid = None
                 continue
             sp = self.spare
-            if self._spare_intact(sp):
+            if self._intact(sp["runner"]) and (sp["judge"] is None or self._intact(sp["judge"])):
                 self.spare = None
                 return sp
             self._drop_spare()
@@ -1214,15 +1348,82 @@ class Zygote:
 
     def _drop_spare(self) -> None:
         """Forget the spare; its processes get EOF and become victims of the next cleanup."""
-        if self.spare is not None and self.spare["runner"] is None:
+        if self.spare is not None and self.spare["pids"] is None:
             try:
                 self._spare_pids()
             except (OSError, ValueError):
                 pass
         spare, self.spare = self.spare, None
         if spare:
-            for key in ("out_r", "err_r", "ci_w", "co_r", "si_w", "ji_w", "jo_r"):
+            for key in self._SPARE_FDS:
                 self._close(spare[key])
+
+    def _drop_server(self) -> None:
+        """Forget the judge server (it becomes a victim of the next cleanup)."""
+        server, self.server = self.server, None
+        if server is not None:
+            self._kill_pid(server["pid"])
+            try:
+                server["sock"].close()
+            except OSError:
+                pass
+
+    def _fresh_judge(self, sp: dict) -> int:
+        """Spawn a fresh judge for ``sp`` now (between runs); its pid."""
+        ji_r, ji_w = os.pipe()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        try:
+            self._spawn_request(
+                [("judge", [devnull, sp["out_w"], sp["err_w"], ji_r, sp["jo_w"], sp["ci_w"], sp["co_r"]])]
+            )
+            (pid,) = self._spawned_pids(1)
+        except BaseException:
+            self._close(ji_w)
+            raise
+        finally:
+            self._close(ji_r)
+            self._close(devnull)
+        sp["ji_w"] = ji_w
+        return pid
+
+    def _dispatch_tests(self, sp: dict, job: dict) -> int:
+        """Hand a test job to a judge; the judge's pid.
+
+        Tests marked trusted (the task's own tests) go to the judge server, one
+        process that serves many runs; other tests (an agent's) get a fresh judge,
+        so nothing they do can outlive the run.
+        """
+        trusted = bool(job.get("trusted_tests"))
+        self.last_untrusted = not trusted
+        ends = [sp["out_w"], sp["err_w"], sp["ci_w"], sp["co_r"], sp["jo_w"]]
+        if trusted and self.server is not None and self._intact(self.server["pid"]):
+            self._kill_pid(sp["judge"])  # a fresh judge planned for untrusted tests
+            self._close(sp["ji_w"])
+            sp["ji_w"] = None
+            jr, jw = os.pipe()
+            try:
+                socket.send_fds(self.server["sock"], [b"J"], [jr, *ends])
+            except OSError:
+                self._close(jr)
+                self._close(jw)
+                self._drop_server()
+            else:
+                self._close(jr)
+                for key in ("out_w", "err_w", "ci_w", "co_r", "jo_w"):
+                    self._close(sp[key])
+                    sp[key] = None
+                self.server_busy = True
+                write_frame(jw, job)
+                self._close(jw)
+                return self.server["pid"]
+        judge = sp["judge"] if sp["judge"] is not None else self._fresh_judge(sp)
+        for key in ("out_w", "err_w", "ci_w", "co_r", "jo_w"):
+            self._close(sp[key])
+            sp[key] = None
+        write_frame(sp["ji_w"], job)
+        self._close(sp["ji_w"])
+        sp["ji_w"] = None
+        return judge
 
     def handle(self, job: dict) -> dict:
         self.counter += 1
@@ -1243,22 +1444,19 @@ class Zygote:
             self._kill_everything()
             self._clean_files()
             return {"status": "sandbox_error", "error": f"could not start the run: {e}"}
-        runner, judge = sp["runner"], sp["judge"]
+        runner, judge = sp["runner"], None
         stdin_data = b""
         si_w = sp["si_w"]
         t0 = time.monotonic()
         try:
             if mode == "tests":
-                for key in ("ci_w", "co_r", "si_w"):
-                    self._close(sp[key])
-                si_w = None
-                write_frame(sp["ji_w"], {**job, "runner_job": runner_job})
+                self._close(si_w)
+                si_w = sp["si_w"] = None
+                judge = self._dispatch_tests(sp, {**job, "runner_job": runner_job})
                 keep = [sp["out_r"], sp["err_r"], sp["jo_r"]]
-                self._close(sp["ji_w"])
             else:
-                self._kill_pid(judge)
-                judge = None
-                for key in ("ji_w", "jo_r"):
+                self._kill_pid(sp["judge"])
+                for key in ("ji_w", "jo_r", "out_w", "err_w", "jo_w"):
                     self._close(sp[key])
                 write_frame(sp["ci_w"], runner_job)
                 self._close(sp["ci_w"])
@@ -1270,7 +1468,7 @@ class Zygote:
                     self._close(si_w)
                     si_w = None
         except OSError as e:
-            for key in ("out_r", "err_r", "ci_w", "co_r", "si_w", "ji_w", "jo_r"):
+            for key in self._SPARE_FDS:
                 self._close(sp[key])
             self._kill_everything()
             self._clean_files()
@@ -1297,6 +1495,10 @@ class Zygote:
         )
         for fd in keep:
             self._close(fd)
+        if self.server_busy:
+            self.server_busy = False
+            if "verdict" not in res:
+                self._drop_server()  # it may still be in the job: start a new one
         # The run's processes are killed and its files removed by serve() right
         # after the reply goes out (off the caller's critical path), always
         # before the next job is read.
@@ -1304,7 +1506,9 @@ class Zygote:
         return res
 
     @staticmethod
-    def _close(fd: int) -> None:
+    def _close(fd: int | None) -> None:
+        if fd is None:
+            return
         try:
             os.close(fd)
         except OSError:
@@ -1474,6 +1678,11 @@ class Zygote:
                 self.dirty = False
                 self._kill_everything()
                 self._clean_files()
+                if self.server is not None and self.server["pid"] and not self._intact(
+                    self.server["pid"]
+                ):
+                    self._drop_server()
+                    self._kill_everything()
             self.exited.clear()
             if self.spare is None:
                 try:
@@ -1497,6 +1706,7 @@ def zygote_main(config: dict) -> None:
         os.setgroups([])
         os.setgid(int(drop))
         os.setuid(int(drop))
+    _set_name("zygote")
     Zygote(config).serve()
 
 

@@ -266,6 +266,7 @@ class Sandbox:
         entry_point: str | None = None,
         *,
         timeout: float | None = None,
+        trusted_tests: bool = False,
     ) -> TestReport:
         """Run ``tests`` against the solution ``code``; the trusted side decides each test.
 
@@ -276,6 +277,12 @@ class Sandbox:
             entry_point: the function ``check`` receives as ``candidate``.
             timeout: seconds for the whole test run (default: the sandbox's ``timeout``);
                 each test gets at most ``test_timeout`` of it.
+            trusted_tests: the tests are the task's own (a dataset's hidden tests),
+                not text an agent wrote. They then run in the sandbox's long-lived
+                judge process instead of a fresh one per run (one process less per
+                run). The solution is isolated the same way either way; leave it
+                False for tests an agent wrote, which could otherwise change the
+                judge for later runs.
 
         Raises ``ValueError``/``TypeError`` only for malformed *tests* (a task bug).
         """
@@ -297,6 +304,7 @@ class Sandbox:
             "units": spec.units,
             "entry_point": entry_point if isinstance(tests, str) else None,
             "candidate_name": spec.candidate_name,
+            "trusted_tests": bool(trusted_tests),
         }
         reply = self._call(job, lim.timeout + _JUDGE_GRACE + _HOST_GRACE)
         return self._report(spec, reply)
@@ -394,11 +402,12 @@ class Sandbox:
         jobs: Iterable[Sequence[Any] | dict[str, Any]],
         *,
         timeout: float | None = None,
+        trusted_tests: bool = False,
     ) -> list[TestReport]:
         """Run many test jobs at once on all workers; results in input order.
 
         Each job is ``(code, tests)``, ``(code, tests, entry_point)`` or a dict
-        with those keys.
+        with those keys; ``trusted_tests`` as in :meth:`run_tests`.
 
         >>> with make_sandbox("local") as sb:  # doctest: +SKIP
         ...     reps = sb.map_tests([("def f(): return 1", ["assert f() == 1"])])
@@ -418,7 +427,10 @@ class Sandbox:
         if not parsed:
             return []
         with ThreadPoolExecutor(max_workers=min(self.workers, len(parsed))) as pool:
-            futures = [pool.submit(self.run_tests, c, t, e, timeout=timeout) for c, t, e in parsed]
+            futures = [
+                pool.submit(self.run_tests, c, t, e, timeout=timeout, trusted_tests=trusted_tests)
+                for c, t, e in parsed
+            ]
             return [f.result() for f in futures]
 
     def map_run(self, codes: Iterable[str], *, timeout: float | None = None) -> list[ExecResult]:

@@ -113,3 +113,42 @@ def test_all_humaneval_canonical_solutions_score_one_through_the_env():
     finally:
         env.close()
     assert not failures, failures[:3]
+
+
+def test_hidden_tests_are_run_as_trusted_and_agent_tests_are_not(sandbox) -> None:
+    """The env's hidden tests may use the sandbox's long-lived judge; a tester's never do."""
+    from flexmg.envs.code.grading import _trusted
+
+    assert _trusted(sandbox.run_tests) == {"trusted_tests": True}
+    assert _trusted(sandbox.map_tests) == {"trusted_tests": True}
+
+    def plain_run_tests(code, tests, entry_point=None):  # a user's own sandbox object
+        return None
+
+    assert _trusted(plain_run_tests) == {}
+
+    seen: list[bool] = []
+    real = sandbox.run_tests
+
+    def spy(*args, **kwargs):
+        seen.append(bool(kwargs.get("trusted_tests")))
+        return real(*args, **kwargs)
+
+    from flexmg.envs.code.agent_tests import run_agent_tests
+    from flexmg.envs.code.grading import grade_code
+    from flexmg.envs.code.loaders import builtin_tasks
+
+    task = builtin_tasks()[0]
+    sandbox.run_tests = spy
+    try:
+        grade = grade_code(f"```python\n{task.answer}\n```", task, sandbox)
+        run_agent_tests(
+            task.answer,
+            f"```python\nassert {task.meta['entry_point']} is not None\n```",
+            sandbox,
+            task=task,
+        )
+    finally:
+        del sandbox.run_tests
+    assert grade.reward == 1.0
+    assert seen == [True, False]

@@ -47,6 +47,11 @@ def sb(backend: str) -> Sandbox:
     return _boxes[backend]
 
 
+# Tests an agent wrote run in a fresh judge per run; a task's own tests in the
+# sandbox's long-lived judge server: hostile solutions get both.
+BOTH_JUDGES = pytest.mark.parametrize("trusted", [False, True], ids=["fresh-judge", "judge-server"])
+
+
 def _isolating(backend: str) -> None:
     if backend == "unsafe":
         pytest.skip(NO_ISOLATION)
@@ -69,11 +74,14 @@ def _clean_after(sb: Sandbox) -> None:
     assert (r.status, r.stdout) == ("ok", "next run ok\n"), r
 
 
-def test_infinite_loop(sb: Sandbox, backend: str) -> None:
+@BOTH_JUDGES
+def test_infinite_loop(sb: Sandbox, backend: str, trusted: bool) -> None:
     r = sb.run("while True:\n    pass\n")
     assert r.status == "timeout" and r.exit_code is None
     assert r.duration < TIMEOUT + 1.0
-    rep = sb.run_tests("def f(x):\n    while True:\n        pass\n", ["assert f(1) == 1"])
+    rep = sb.run_tests(
+        "def f(x):\n    while True:\n        pass\n", ["assert f(1) == 1"], trusted_tests=trusted
+    )
     assert rep.status == "timeout" and rep.passed == 0
     assert rep.results[0].status == "timeout"
     _clean_after(sb)
@@ -88,10 +96,14 @@ def test_sleep_past_timeout_and_ignore_sigterm(sb: Sandbox, backend: str) -> Non
     _clean_after(sb)
 
 
-def test_per_test_timeout_keeps_other_tests(sb: Sandbox, backend: str) -> None:
+@BOTH_JUDGES
+def test_per_test_timeout_keeps_other_tests(sb: Sandbox, backend: str, trusted: bool) -> None:
     code = "import time\ndef f(x):\n    if x == 0:\n        time.sleep(100)\n    return x\n"
     rep = sb.run_tests(
-        code, ["assert f(1) == 1", "assert f(0) == 0", "assert f(2) == 2"], timeout=3.0
+        code,
+        ["assert f(1) == 1", "assert f(0) == 0", "assert f(2) == 2"],
+        timeout=3.0,
+        trusted_tests=trusted,
     )
     assert [r.status for r in rep.results] == ["pass", "timeout", "timeout"] or [
         r.status for r in rep.results
@@ -107,15 +119,16 @@ def test_fork_bomb(sb: Sandbox, backend: str) -> None:
     r = sb.run(code)
     assert r.status == "timeout"
     _clean_after(sb)
-    if backend == "local":  # on the host: bwrap, zygote, fork server, idle runner and judge
+    if backend == "local":
+        # on the host: bwrap, zygote, fork server, judge server, idle runner and judge
         for w in sb._all:
             counts = []
             for _ in range(50):  # the fork server's short-lived helper may still be exiting
                 counts.append(len(w.cgroup.pids()))  # type: ignore[attr-defined]
-                if counts[-1] <= 5:
+                if counts[-1] <= 6:
                     break
                 time.sleep(0.05)
-            assert counts[-1] <= 5, counts
+            assert counts[-1] <= 6, counts
 
 
 def test_thread_bomb(sb: Sandbox, backend: str) -> None:
@@ -131,22 +144,28 @@ def test_thread_bomb(sb: Sandbox, backend: str) -> None:
     _clean_after(sb)
 
 
-def test_memory_bomb(sb: Sandbox, backend: str) -> None:
+@BOTH_JUDGES
+def test_memory_bomb(sb: Sandbox, backend: str, trusted: bool) -> None:
     r = sb.run("x = bytearray(10 ** 10)\n")
     assert r.status == "oom" and "MemoryError" in r.stderr
     r = sb.run("chunks = []\nwhile True:\n    chunks.append(bytearray(10 ** 6))\n")
     assert r.status == "oom"
-    rep = sb.run_tests("def f():\n    return bytearray(10 ** 10)\n", ["assert f() == 0"])
+    rep = sb.run_tests(
+        "def f():\n    return bytearray(10 ** 10)\n", ["assert f() == 0"], trusted_tests=trusted
+    )
     assert rep.status == "oom" and rep.passed == 0 and rep.results[0].status == "oom"
     _clean_after(sb)
 
 
-def test_infinite_stdout(sb: Sandbox, backend: str) -> None:
+@BOTH_JUDGES
+def test_infinite_stdout(sb: Sandbox, backend: str, trusted: bool) -> None:
     r = sb.run("while True:\n    print('x' * 1000)\n")
     assert r.status == "output_limit" and r.truncated
     assert 0 < len(r.stdout) + len(r.stderr) <= MAX_OUT
     rep = sb.run_tests(
-        "def f():\n    while True:\n        print('y' * 1000)\n", ["assert f() == 1"]
+        "def f():\n    while True:\n        print('y' * 1000)\n",
+        ["assert f() == 1"],
+        trusted_tests=trusted,
     )
     assert rep.status == "output_limit" and rep.passed == 0
     _clean_after(sb)
@@ -249,7 +268,8 @@ def test_environment_is_cleared(backend: str, monkeypatch: pytest.MonkeyPatch) -
     assert token not in r.stdout and "FLEXMG_TEST_SECRET" not in r.stdout
 
 
-def test_kill_parent_and_every_pid(sb: Sandbox, backend: str) -> None:
+@BOTH_JUDGES
+def test_kill_parent_and_every_pid(sb: Sandbox, backend: str, trusted: bool) -> None:
     if backend == "unsafe":
         pytest.skip("kill(-1) from the unsafe backend would hit the host: " + NO_ISOLATION)
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -271,7 +291,9 @@ def test_kill_parent_and_every_pid(sb: Sandbox, backend: str) -> None:
         assert (r.status, r.stdout) == ("ok", "still here\n"), r
         _clean_after(sb)
         rep = sb.run_tests(
-            code.replace("print('still here')", "def f():\n    return 1"), ["assert f() == 1"]
+            code.replace("print('still here')", "def f():\n    return 1"),
+            ["assert f() == 1"],
+            trusted_tests=trusted,
         )
         assert rep.passed == 0 and rep.status == "error", rep
         _clean_after(sb)
@@ -363,25 +385,32 @@ def test_ipc_does_not_survive_to_the_next_run(sb: Sandbox, backend: str) -> None
     assert r.stdout == "-1\n", r
 
 
-def test_os_exit_before_tests_scores_zero(sb: Sandbox, backend: str) -> None:
+@BOTH_JUDGES
+def test_os_exit_before_tests_scores_zero(sb: Sandbox, backend: str, trusted: bool) -> None:
     cases = [  # (early exit, the test's status when it happens inside the function)
         ("import os\nos._exit(0)\n", "crash"),
         ("import sys\nsys.exit(0)\n", "error"),
         ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "crash"),
     ]
     for early, inside_status in cases:
-        rep = sb.run_tests(early + "def add(a, b):\n    return a + b\n", ["assert add(1, 2) == 3"])
+        rep = sb.run_tests(
+            early + "def add(a, b):\n    return a + b\n",
+            ["assert add(1, 2) == 3"],
+            trusted_tests=trusted,
+        )
         assert rep.passed == 0 and rep.status == "error", (early, rep)
         assert rep.results[0].status == "not_run"
         rep = sb.run_tests(
             "def add(a, b):\n" + "".join("    " + line + "\n" for line in early.splitlines()),
             "def check(candidate):\n    assert candidate(1, 2) == 3\n",
             entry_point="add",
+            trusted_tests=trusted,
         )
         assert rep.passed == 0 and rep.results[0].status == inside_status, (early, rep)
 
 
-def test_eq_spoofing_fails(sb: Sandbox, backend: str) -> None:
+@BOTH_JUDGES
+def test_eq_spoofing_fails(sb: Sandbox, backend: str, trusted: bool) -> None:
     code = """
 class Anything:
     def __eq__(self, other):
@@ -397,15 +426,23 @@ def sub(a, b):
     return SneakyInt(0)
 """
     rep = sb.run_tests(
-        code, ["assert add(1, 2) == 3", "assert sub(5, 2) == 3", "assert 3 == add(1, 2)"]
+        code,
+        ["assert add(1, 2) == 3", "assert sub(5, 2) == 3", "assert 3 == add(1, 2)"],
+        trusted_tests=trusted,
     )
     assert rep.passed == 0 and rep.total == 3, rep
     assert all("not plain data" in r.message for r in rep.results), rep
-    rep = sb.run_tests(code, "def check(candidate):\n    assert candidate(1, 2) == 3\n", "add")
+    rep = sb.run_tests(
+        code,
+        "def check(candidate):\n    assert candidate(1, 2) == 3\n",
+        "add",
+        trusted_tests=trusted,
+    )
     assert rep.passed == 0, rep
 
 
-def test_fake_results_fail(sb: Sandbox, backend: str) -> None:
+@BOTH_JUDGES
+def test_fake_results_fail(sb: Sandbox, backend: str, trusted: bool) -> None:
     code = """
 import json, os, struct, sys
 fake = json.dumps({"results": [{"status": "pass"}] * 3, "load_error": None}).encode()
@@ -420,7 +457,9 @@ def add(a, b):
     print('PASS'); return a - b
 """
     rep = sb.run_tests(
-        code, ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 5) == 5"]
+        code,
+        ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 5) == 5"],
+        trusted_tests=trusted,
     )
     assert rep.passed == 0, rep
 
@@ -430,4 +469,69 @@ def test_zz_fork_server_survives_the_suite(sb: Sandbox, backend: str) -> None:
     (except where a case killed it on purpose: kill(-1))."""
     _isolating(backend)
     starts = [w.request({"op": "ping"}, 10.0)["fs_starts"] for w in sb._all]
-    assert all(1 <= s <= 3 for s in starts), starts
+    assert all(1 <= s <= 8 for s in starts), starts  # 1 + the cases that kill it
+
+
+_PID_CHECK = (
+    "def check(candidate):\n    import os\n    print('judge', os.getpid())\n"
+    "    assert candidate(2) == 4\n"
+)
+
+
+def _judge_pid(sb: Sandbox, trusted: bool) -> str:
+    rep = sb.run_tests("def sq(x):\n    return x * x\n", _PID_CHECK, "sq", trusted_tests=trusted)
+    assert rep.all_passed, rep
+    return rep.stdout.split("judge", 1)[1].strip()
+
+
+def test_trusted_tests_reuse_the_judge_server_and_agent_tests_do_not(
+    sb: Sandbox, backend: str
+) -> None:
+    first, second = _judge_pid(sb, True), _judge_pid(sb, True)
+    assert first == second  # one judge process serves the task's own tests
+    fresh = {_judge_pid(sb, False) for _ in range(3)}
+    assert len(fresh) == 3 and first not in fresh  # an agent's tests: a new judge each run
+
+
+def test_agent_tests_cannot_change_later_verdicts(sb: Sandbox, backend: str) -> None:
+    """Tests written by an agent patch builtins and the proxy class in their judge;
+    the next runs (either judge) are unaffected."""
+    hostile = [
+        "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})",
+        "import sys\nsys.modules['__main__'].Judge = None",
+        "assert f(1) == 1",
+    ]
+    sb.run_tests("def f(x):\n    return x\n", hostile)
+    for trusted in (False, True):
+        rep = sb.run_tests("def f(x):\n    return 0\n", ["assert f(1) == 1"], trusted_tests=trusted)
+        assert rep.passed == 0 and rep.results[0].status == "fail", rep
+
+
+def test_a_killed_judge_server_is_replaced(sb: Sandbox, backend: str) -> None:
+    _isolating(backend)
+    before = _judge_pid(sb, True)
+    code = (
+        "import os, signal\n"
+        "for name in os.listdir('/proc'):\n"
+        "    if name.isdigit() and int(name) != os.getpid():\n"
+        "        try:\n"
+        "            os.kill(int(name), signal.SIGKILL)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "def sq(x):\n"
+        "    return x * x\n"
+    )
+    rep = sb.run_tests(code, _PID_CHECK, "sq", trusted_tests=True)
+    assert rep.passed == 0, rep  # its own judge is gone: the run scores 0
+    _clean_after(sb)
+    after = _judge_pid(sb, True)
+    assert after != before  # a new judge server took over, and judges correctly
+
+
+def test_a_stopped_judge_server_is_resumed(sb: Sandbox, backend: str) -> None:
+    _isolating(backend)
+    before = _judge_pid(sb, True)
+    code = f"import os, signal\nos.kill({before}, signal.SIGSTOP)\ndef sq(x):\n    return x * x\n"
+    rep = sb.run_tests(code, ["assert sq(3) == 9"], trusted_tests=False)
+    assert rep.all_passed, rep  # an agent's tests: a fresh judge, unaffected
+    assert _judge_pid(sb, True) == before  # resumed (SIGCONT) and still serving

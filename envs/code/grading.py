@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -210,10 +211,26 @@ def grade_code(completion: str, task: Task, sandbox: Any) -> CodeGrade:
     if isinstance(job, CodeGrade):
         return job
     try:
-        report = sandbox.run_tests(job.program, job.tests, entry_point=job.entry_point)
+        report = sandbox.run_tests(
+            job.program, job.tests, entry_point=job.entry_point, **_trusted(sandbox.run_tests)
+        )
     except Exception as e:  # a broken sandbox must not crash the env
         return _sandbox_failure(job.expected, e)
     return _finish(job, report)
+
+
+def _trusted(method: Any) -> dict[str, bool]:
+    """``{"trusted_tests": True}`` when ``method`` takes it (flexmg sandboxes do).
+
+    The hidden tests are the task's own, so a flexmg sandbox may run them in its
+    long-lived judge; other sandbox objects are called as before.
+    """
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return {}
+    takes = "trusted_tests" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    return {"trusted_tests": True} if takes else {}
 
 
 def grade_many(completions: Sequence[str], tasks: Sequence[Task], sandbox: Any) -> list[CodeGrade]:
@@ -240,7 +257,9 @@ def grade_many(completions: Sequence[str], tasks: Sequence[Task], sandbox: Any) 
     map_tests = getattr(sandbox, "map_tests", None)
     if jobs and callable(map_tests):
         try:
-            reports = map_tests([(j.program, j.tests, j.entry_point) for _, j in jobs])
+            reports = map_tests(
+                [(j.program, j.tests, j.entry_point) for _, j in jobs], **_trusted(map_tests)
+            )
         except Exception as e:
             for i, j in jobs:
                 grades[i] = _sandbox_failure(j.expected, e)
@@ -250,9 +269,10 @@ def grade_many(completions: Sequence[str], tasks: Sequence[Task], sandbox: Any) 
     else:
         for i, j in jobs:
             try:
-                grades[i] = _finish(
-                    j, sandbox.run_tests(j.program, j.tests, entry_point=j.entry_point)
+                report = sandbox.run_tests(
+                    j.program, j.tests, entry_point=j.entry_point, **_trusted(sandbox.run_tests)
                 )
+                grades[i] = _finish(j, report)
             except Exception as e:
                 grades[i] = _sandbox_failure(j.expected, e)
     return [g for g in grades if g is not None]

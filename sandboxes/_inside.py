@@ -1286,7 +1286,18 @@ class Zygote:
             "jo_w": jo_w,
         }
 
-    _SPARE_FDS = ("out_r", "err_r", "si_w", "jo_r", "ji_w", "out_w", "err_w", "ci_w", "co_r", "jo_w")
+    _SPARE_FDS = (
+        "out_r",
+        "err_r",
+        "si_w",
+        "jo_r",
+        "ji_w",
+        "out_w",
+        "err_w",
+        "ci_w",
+        "co_r",
+        "jo_w",
+    )
 
     def _spare_pids(self) -> None:
         """Wait until the fork server has reported the pids of the spare's request."""
@@ -1374,7 +1385,20 @@ class Zygote:
         devnull = os.open(os.devnull, os.O_RDWR)
         try:
             self._spawn_request(
-                [("judge", [devnull, sp["out_w"], sp["err_w"], ji_r, sp["jo_w"], sp["ci_w"], sp["co_r"]])]
+                [
+                    (
+                        "judge",
+                        [
+                            devnull,
+                            sp["out_w"],
+                            sp["err_w"],
+                            ji_r,
+                            sp["jo_w"],
+                            sp["ci_w"],
+                            sp["co_r"],
+                        ],
+                    )
+                ]
             )
             (pid,) = self._spawned_pids(1)
         except BaseException:
@@ -1678,8 +1702,10 @@ class Zygote:
                 self.dirty = False
                 self._kill_everything()
                 self._clean_files()
-                if self.server is not None and self.server["pid"] and not self._intact(
-                    self.server["pid"]
+                if (
+                    self.server is not None
+                    and self.server["pid"]
+                    and not self._intact(self.server["pid"])
                 ):
                     self._drop_server()
                     self._kill_everything()

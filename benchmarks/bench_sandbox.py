@@ -139,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--limit", type=int, default=0, help="only the first N tasks")
+    ap.add_argument(
+        "--fresh-judge",
+        action="store_true",
+        help="grade as agent-written tests (a fresh judge per run, no judge server)",
+    )
     ap.add_argument("--reference-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if not DATA.exists():
@@ -160,9 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         if why:
             print(f"[skip] {b}: {why}")
             continue
-        rows.append(run_backend(b, tasks, args.workers, args.timeout))
+        rows.append(run_backend(b, tasks, args.workers, args.timeout, not args.fresh_judge))
     ref_wall = rows[0]["wall_s"]
-    print(f"HumanEval canonical solutions, {len(tasks)} tasks, {args.workers} workers")
+    judge = "a fresh judge per run" if args.fresh_judge else "the judge server (trusted tests)"
+    print(f"HumanEval canonical solutions, {len(tasks)} tasks, {args.workers} workers, {judge}")
     print(f"{'backend':40} {'passed':>9} {'p50 ms':>8} {'p95 ms':>8} {'wall s':>7} {'vs ref':>7}")
     for r in rows:
         print(

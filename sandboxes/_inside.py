@@ -508,6 +508,8 @@ class Judge:
         self.load_info: dict | None = None
         self.load_error: str | None = None
         self.load_kind = "error"
+        # the zygote wrote the first runner's job itself, so it loads while we start
+        self.preloaded = bool(job.get("runner_preloaded"))
 
     def call(self, name: str, args: tuple, kwargs: dict) -> object:
         try:
@@ -564,9 +566,12 @@ class Judge:
             return
         if self.wfd is None:
             self._spawn_runner()
+            self.preloaded = False
         reply = None
         try:
-            write_frame(self.wfd, self.job["runner_job"])
+            if not self.preloaded:
+                write_frame(self.wfd, self.job["runner_job"])
+            self.preloaded = False
             reply = read_frame(self.rfd, self.test_deadline)
         except FrameTimeout:
             self._kill_runner()
@@ -1419,6 +1424,9 @@ class Zygote:
         """
         trusted = bool(job.get("trusted_tests"))
         self.last_untrusted = not trusted
+        # The runner gets its job now and loads the solution while the judge starts.
+        write_frame(sp["ci_w"], job["runner_job"])
+        job = {**job, "runner_preloaded": True}
         ends = [sp["out_w"], sp["err_w"], sp["ci_w"], sp["co_r"], sp["jo_w"]]
         if trusted and self.server is not None and self._intact(self.server["pid"]):
             self._kill_pid(sp["judge"])  # a fresh judge planned for untrusted tests

@@ -1099,23 +1099,37 @@ class Zygote:
                 self._drop_spare()
         if self.server is not None and self.server["pid"]:
             keep.add(self.server["pid"])
-        out = []
+        parent: dict[int, int] = {}
+        live: set[int] = set()
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
             pid = int(name)
-            if pid in keep:
-                continue
             try:
                 with open(f"/proc/{pid}/stat", "rb") as f:
                     stat = f.read()
                 fields = stat[stat.rindex(b")") + 2 :].split()
-                ppid = int(fields[1])
+                parent[pid] = int(fields[1])
             except (OSError, ValueError, IndexError):
                 continue
-            if fields[0] in (b"Z", b"X"):
+            if fields[0] not in (b"Z", b"X"):
+                live.add(pid)
+        if self.pid1:  # the whole pid namespace is ours
+            return [pid for pid in live if pid not in keep]
+        # A subreaper sees the whole machine: ours are the descendants of the zygote,
+        # followed through zombies too (a double fork's grandchild under a dying parent).
+        children: dict[int, list[int]] = {}
+        for pid, ppid in parent.items():
+            children.setdefault(ppid, []).append(pid)
+        out, stack = [], list(children.get(me, ()))
+        seen = {me}
+        while stack:
+            pid = stack.pop()
+            if pid in seen:
                 continue
-            if self.pid1 or ppid in keep:
+            seen.add(pid)
+            stack.extend(children.get(pid, ()))
+            if pid in live and pid not in keep:
                 out.append(pid)
         return out
 
@@ -1420,41 +1434,44 @@ class Zygote:
 
         Tests marked trusted (the task's own tests) go to the judge server, one
         process that serves many runs; other tests (an agent's) get a fresh judge,
-        so nothing they do can outlive the run.
+        so nothing they do can outlive the run. The judge is chosen (and a fresh
+        one spawned) before the runner gets its job: no process is started, and
+        the fork server is never restarted, while untrusted code runs.
         """
         trusted = bool(job.get("trusted_tests"))
         self.last_untrusted = not trusted
-        # The runner gets its job now and loads the solution while the judge starts.
-        write_frame(sp["ci_w"], job["runner_job"])
-        job = {**job, "runner_preloaded": True}
-        ends = [sp["out_w"], sp["err_w"], sp["ci_w"], sp["co_r"], sp["jo_w"]]
-        if trusted and self.server is not None and self._intact(self.server["pid"]):
+        use_server = trusted and self.server is not None and self._intact(self.server["pid"])
+        if use_server:
             self._kill_pid(sp["judge"])  # a fresh judge planned for untrusted tests
             self._close(sp["ji_w"])
             sp["ji_w"] = None
+            judge = self.server["pid"]
+        else:
+            judge = sp["judge"] if sp["judge"] is not None else self._fresh_judge(sp)
+        # The runner gets its job now and loads the solution while the judge starts.
+        write_frame(sp["ci_w"], job["runner_job"])
+        job = {**job, "runner_preloaded": True}
+        if use_server:
             jr, jw = os.pipe()
             try:
+                ends = [sp[k] for k in ("out_w", "err_w", "ci_w", "co_r", "jo_w")]
                 socket.send_fds(self.server["sock"], [b"J"], [jr, *ends])
             except OSError:
-                self._close(jr)
                 self._close(jw)
                 self._drop_server()
-            else:
+                raise
+            finally:
                 self._close(jr)
-                for key in ("out_w", "err_w", "ci_w", "co_r", "jo_w"):
-                    self._close(sp[key])
-                    sp[key] = None
-                self.server_busy = True
-                write_frame(jw, job)
-                self._close(jw)
-                return self.server["pid"]
-        judge = sp["judge"] if sp["judge"] is not None else self._fresh_judge(sp)
+        else:
+            jw, sp["ji_w"] = sp["ji_w"], None
         for key in ("out_w", "err_w", "ci_w", "co_r", "jo_w"):
             self._close(sp[key])
             sp[key] = None
-        write_frame(sp["ji_w"], job)
-        self._close(sp["ji_w"])
-        sp["ji_w"] = None
+        self.server_busy = use_server
+        try:
+            write_frame(jw, job)
+        finally:
+            self._close(jw)
         return judge
 
     def handle(self, job: dict) -> dict:

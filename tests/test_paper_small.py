@@ -55,3 +55,12 @@ def test_a_run_with_a_checkpoint_is_kept_for_resume(paper_small, tmp_path: Path)
     (run / "checkpoints" / "step_000001.ckpt").write_bytes(b"x")
     assert paper_small.clear_unstarted(run) is False
     assert run.exists()
+
+
+def test_training_children_share_the_cores(paper_small, monkeypatch) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(paper_small.os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
+    assert paper_small.child_env(2)["OMP_NUM_THREADS"] == "2"
+    assert paper_small.child_env(8)["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert paper_small.child_env(2)["OMP_NUM_THREADS"] == "3"  # the caller's choice wins

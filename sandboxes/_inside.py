@@ -1758,6 +1758,13 @@ def zygote_main(config: dict) -> None:
         os.setgid(int(drop))
         os.setuid(int(drop))
     _set_name("zygote")
+    cpu = config.get("cpu")
+    if cpu is not None:  # this worker's processes share one core (see Sandbox._pick_cpu)
+        try:
+            if int(cpu) in os.sched_getaffinity(0):
+                os.sched_setaffinity(0, {int(cpu)})
+        except (OSError, ValueError, TypeError):
+            pass
     Zygote(config).serve()
 
 

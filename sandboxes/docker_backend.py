@@ -192,7 +192,7 @@ class DockerSandbox(Sandbox):
             self._client_pid = os.getpid()
         return self._client_obj
 
-    def _create_kwargs(self) -> dict[str, Any]:
+    def _create_kwargs(self, cpu: int | None = None) -> dict[str, Any]:
         import docker
 
         lim = self.limits
@@ -203,6 +203,7 @@ class DockerSandbox(Sandbox):
             "env": self._manifest.env(),
             "clean_ipc": True,
             "extra_clean": ["/dev/shm"],
+            "cpu": cpu,
         }
         host_config = client.api.create_host_config(
             network_mode="none",
@@ -238,7 +239,9 @@ class DockerSandbox(Sandbox):
 
     def _start_worker(self) -> Worker:
         try:
-            w = DockerWorker(self._client(), self._create_kwargs())
+            cpu = self._pick_cpu()
+            w = DockerWorker(self._client(), self._create_kwargs(cpu))
+            w.cpu = cpu
         except Exception as e:
             raise WorkerError(f"could not start a sandbox container: {e}") from None
         try:

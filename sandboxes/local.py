@@ -197,12 +197,14 @@ class LocalSandbox(Sandbox):
             if os.geteuid() == 0:
                 raise SandboxUnavailable(str(e)) from None
             self._use_cgroup = False  # unprivileged: RLIMIT_NPROC applies to our own uid
+        cpu = self._pick_cpu()
         argv = [
             *bwrap_args(self._manifest, lim),
-            *zygote_argv(self._manifest.python, self._config()),
+            *zygote_argv(self._manifest.python, {**self._config(), "cpu": cpu}),
         ]
         try:
             w = CgroupWorker(argv, {}, cgroup)
+            w.cpu = cpu
             w.wait_ready()
         except BaseException:
             if cgroup is not None:

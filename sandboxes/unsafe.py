@@ -74,9 +74,11 @@ class UnsafeSandbox(Sandbox):
             "tmp_root": tmp,
             "env": {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": tmp, "TMPDIR": tmp},
             "clean_ipc": False,
+            "cpu": self._pick_cpu(),
         }
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         w = CgroupWorker(zygote_argv(self._python, config), env, cgroup, cwd=tmp)
+        w.cpu = config["cpu"]
         try:
             w.wait_ready()
         except BaseException:

@@ -64,6 +64,7 @@ class Worker(ABC):
         self.alive = False
         self.info: dict[str, Any] = {}
         self._next_id = 0
+        self.cpu: int | None = None  # the CPU its processes are pinned to, if any
 
     @abstractmethod
     def _send(self, data: bytes) -> None: ...

@@ -368,3 +368,25 @@ def test_cli_status_runs() -> None:
     )
     status = json.loads(out.stdout)
     assert set(status) == {"local", "docker", "unsafe"} and status["unsafe"] is None
+
+
+# ---------------------------------------------------------------- CPU pinning
+
+_AFFINITY = "import os\nprint(sorted(os.sched_getaffinity(0)))"
+
+
+@pytest.mark.parametrize("backend", [p for p in backend_params() if p.id != "unsafe"])
+def test_workers_are_pinned_to_distinct_cpus(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers: each one's processes share one CPU of their own; off with the env var."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs")
+    with open_sandbox(backend, workers=2, timeout=5.0) as sb:
+        seen = {r.stdout.strip() for r in sb.map_run([_AFFINITY] * 8)}
+        assert sorted(w.cpu for w in sb._all) == cpus[:2]
+        assert seen <= {f"[{c}]" for c in cpus[:2]} and seen, seen
+    with open_sandbox(backend, workers=1, timeout=5.0) as sb:  # one worker: not pinned
+        assert sb.run(_AFFINITY).stdout.strip() == str(cpus)
+    monkeypatch.setenv("FLEXMG_SANDBOX_PIN", "0")
+    with open_sandbox(backend, workers=2, timeout=5.0) as sb:
+        assert {r.stdout.strip() for r in sb.map_run([_AFFINITY] * 4)} == {str(cpus)}

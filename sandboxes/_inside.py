@@ -342,17 +342,23 @@ def _place_fds(fds: list[int]) -> None:
 # --------------------------------------------------------------------------- runner
 
 
+def _read_job(fd: int) -> dict | None:
+    """The job frame on ``fd``, or None (EOF, garbage, not a dict)."""
+    try:
+        job = read_frame(fd)
+    except Exception:
+        return None
+    return job if isinstance(job, dict) else None
+
+
 def runner_main(config: dict) -> None:
     """fds: 0 stdin, 1 stdout, 2 stderr, 3 job/calls in, 4 replies out.
 
     ``sys.std*`` and ``os.environ`` are already set up by the fork server (or
     the exec path in :func:`_main`).
     """
-    try:
-        job = read_frame(3)
-    except Exception:
-        job = None
-    if not isinstance(job, dict):
+    job = _read_job(3)
+    if job is None:
         os._exit(0)
     _apply_limits(job.get("limits") or {})
     _prctl(PR_SET_DUMPABLE, 1)  # untrusted anyway; lets it read its own /proc/self files
@@ -695,29 +701,38 @@ class Judge:
             return {"status": "error", "message": _exc_line(e)}
 
 
-def judge_main(config: dict) -> None:
-    """fds: 0 null, 1/2 captured output, 3 job in, 4 verdict out, 5 runner in, 6 runner out."""
-    try:
-        job = read_frame(3)
-    except Exception:
-        job = None
-    if not isinstance(job, dict):
-        os._exit(0)
-    _apply_limits(job.get("judge_limits") or {})
+def _judge_job(job: dict, config: dict, wfd: int, rfd: int, verdict_fd: int) -> Judge | None:
+    """Run one test job against the runner on (``wfd``, ``rfd``); write the verdict.
+
+    Returns the :class:`Judge` (its ``wfd``/``rfd`` are the runner pipes still
+    open), or None when it could not be built.
+    """
     try:
         os.chdir(job["runner_job"]["workdir"])
-    except OSError:
+    except (OSError, KeyError, TypeError):
         pass
-    sys.setrecursionlimit(10_000)
+    judge = None
     try:
-        verdict = Judge(job, config, 5, 6).run()
+        judge = Judge(job, config, wfd, rfd)
+        verdict = judge.run()
     except BaseException as e:
         verdict = {"judge_error": _exc_line(e), "results": []}
     _flush_stdio()
     try:
-        write_frame(4, verdict)
+        write_frame(verdict_fd, verdict)
     except BaseException:
         pass
+    return judge
+
+
+def judge_main(config: dict) -> None:
+    """fds: 0 null, 1/2 captured output, 3 job in, 4 verdict out, 5 runner in, 6 runner out."""
+    job = _read_job(3)
+    if job is None:
+        os._exit(0)
+    _apply_limits(job.get("judge_limits") or {})
+    sys.setrecursionlimit(10_000)
+    _judge_job(job, config, 5, 6, 4)
     os._exit(0)
 
 
@@ -762,30 +777,14 @@ def judge_server_main(config: dict) -> None:
         os.dup2(err_w, 2)
         os.close(out_w)
         os.close(err_w)
-        try:
-            job = read_frame(job_r)
-        except Exception:
-            job = None
+        job = _read_job(job_r)
         os.close(job_r)
         judge = None
-        if isinstance(job, dict):
+        if job is not None:
             if not limited:  # no CPU limit: it would add up over runs (the zygote has a deadline)
                 _apply_limits({**(job.get("judge_limits") or {}), "cpu_seconds": 0})
                 limited = True
-            try:
-                os.chdir(job["runner_job"]["workdir"])
-            except (OSError, KeyError, TypeError):
-                pass
-            try:
-                judge = Judge(job, config, ci_w, co_r)
-                verdict = judge.run()
-            except BaseException as e:
-                verdict = {"judge_error": _exc_line(e), "results": []}
-            _flush_stdio()
-            try:
-                write_frame(jo_w, verdict)
-            except BaseException:
-                pass
+            judge = _judge_job(job, config, ci_w, co_r, jo_w)
         for fd in {jo_w, *((judge.wfd, judge.rfd) if judge is not None else (ci_w, co_r))}:
             if fd is not None:
                 try:

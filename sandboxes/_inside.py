@@ -1700,6 +1700,12 @@ class Zygote:
                 job = None
             if not isinstance(job, dict):
                 os._exit(0)
+            # A process of the last run that the cleanup scan missed (seen under load:
+            # a double fork's grandchild absent from the /proc listing for a moment)
+            # is killed, and the files it may have written removed, before anything else.
+            if self._victims():
+                self._kill_everything()
+                self._clean_files()
             if job.get("op") == "ping":
                 self._reap()
                 reply = {"pong": True, "procs": self._census(), "fs_starts": self.fs_starts}

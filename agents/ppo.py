@@ -206,21 +206,22 @@ class PPOLearner:
         self.critic_opts: dict[str, torch.optim.Optimizer] = {}
         self.actor_params: dict[str, list[torch.nn.Parameter]] = {}
         self.critic_params: dict[str, list[torch.nn.Parameter]] = {}
+        groups = (
+            ("adapter", policy.adapter_name, policy.policy_parameters, self.actor_params,
+             self.actor_opts, config.lr_actor),
+            ("critic", policy.critic_name, policy.critic_parameters, self.critic_params,
+             self.critic_opts, config.lr_critic),
+        )  # fmt: skip
         for role in self.roles:
-            a = policy.adapter_name(role)
-            if a not in self.actor_opts:
-                params = [p for p in policy.policy_parameters(role) if p.requires_grad]
+            for kind, name_of, params_of, params_by, opts, lr in groups:
+                name = name_of(role)
+                if name in opts:  # shared by several roles
+                    continue
+                params = [p for p in params_of(role) if p.requires_grad]
                 if not params:
-                    raise ValueError(f"policy has no trainable parameters for adapter {a!r}")
-                self.actor_params[a] = params
-                self.actor_opts[a] = torch.optim.Adam(params, lr=config.lr_actor, eps=1e-5)
-            c = policy.critic_name(role)
-            if c not in self.critic_opts:
-                params = [p for p in policy.critic_parameters(role) if p.requires_grad]
-                if not params:
-                    raise ValueError(f"policy has no trainable parameters for critic {c!r}")
-                self.critic_params[c] = params
-                self.critic_opts[c] = torch.optim.Adam(params, lr=config.lr_critic, eps=1e-5)
+                    raise ValueError(f"policy has no trainable parameters for {kind} {name!r}")
+                params_by[name] = params
+                opts[name] = torch.optim.Adam(params, lr=lr, eps=1e-5)
 
     def set_progress(self, update: int, total: int) -> float:
         """Set learning rates for ``update`` of ``total`` (linear decay); returns the factor."""

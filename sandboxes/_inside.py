@@ -975,7 +975,6 @@ class Zygote:
         self.counter = 0
         self.spare: dict | None = None
         self.server: dict | None = None  # the judge server: {"pid", "sock"}
-        self.server_busy = False
         self.last_untrusted = False  # the last test job's tests were not trusted
         self.dirty = False  # a run's processes and files are still to be removed
         self._start_forkserver()
@@ -1466,7 +1465,6 @@ class Zygote:
         for key in ("out_w", "err_w", "ci_w", "co_r", "jo_w"):
             self._close(sp[key])
             sp[key] = None
-        self.server_busy = use_server
         try:
             write_frame(jw, job)
         finally:
@@ -1543,10 +1541,8 @@ class Zygote:
         )
         for fd in keep:
             self._close(fd)
-        if self.server_busy:
-            self.server_busy = False
-            if "verdict" not in res:
-                self._drop_server()  # it may still be in the job: start a new one
+        if self.server is not None and judge == self.server["pid"] and "verdict" not in res:
+            self._drop_server()  # it may still be in the job: start a new one
         # The run's processes are killed and its files removed by serve() right
         # after the reply goes out (off the caller's critical path), always
         # before the next job is read.
@@ -1764,7 +1760,7 @@ def zygote_main(config: dict) -> None:
         os.setuid(int(drop))
     _set_name("zygote")
     cpu = config.get("cpu")
-    if cpu is not None:  # this worker's processes share one core (see Sandbox._pick_cpu)
+    if cpu is not None:  # this worker's processes share one core (see Sandbox._reserve_cpu)
         try:
             if int(cpu) in os.sched_getaffinity(0):
                 os.sched_setaffinity(0, {int(cpu)})

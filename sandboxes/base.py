@@ -75,8 +75,7 @@ class Sandbox:
         self._pid = os.getpid()
         self._idle: queue.LifoQueue[Worker] = queue.LifoQueue()
         self._all: list[Worker] = []
-        self._cpus_starting: list[int] = []  # CPUs picked for workers still starting
-        self._picked = threading.local()  # this thread's pick, released by _acquire
+        self._cpus_starting: list[int] = []  # CPUs reserved for workers still starting
         self._slots = threading.BoundedSemaphore(self.workers)
 
     @staticmethod
@@ -90,7 +89,7 @@ class Sandbox:
                 pass
         workers.clear()
 
-    def _pick_cpu(self) -> int | None:
+    def _reserve_cpu(self) -> int | None:
         """The CPU for a new worker's processes, or None to leave them unpinned.
 
         With two or more workers each one is pinned to its own CPU (the one with
@@ -108,14 +107,13 @@ class Sandbox:
         if len(allowed) < 2:
             return None
         with self._lock:  # workers may start in several threads at once
-            used = [getattr(w, "cpu", None) for w in self._all] + self._cpus_starting
+            used = [w.cpu for w in self._all] + self._cpus_starting
             cpu = min(allowed, key=lambda c: (used.count(c), allowed.index(c)))
             self._cpus_starting.append(cpu)
-        self._picked.cpu = cpu
         return cpu
 
-    def _start_worker(self) -> Worker:
-        """Start one warm worker (backend-specific)."""
+    def _start_worker(self, cpu: int | None) -> Worker:
+        """Start one warm worker whose processes run on ``cpu`` (backend-specific)."""
         raise NotImplementedError
 
     def _acquire(self) -> Worker:
@@ -136,15 +134,16 @@ class Sandbox:
                 if w.alive:
                     return w
                 self._discard(w)
-            self._picked.cpu = None
+            cpu = self._reserve_cpu()
             try:
-                w = self._start_worker()
+                w = self._start_worker(cpu)
+                w.cpu = cpu
                 with self._lock:
                     self._all.append(w)
             finally:
-                with self._lock:  # the pick is now a live worker's (or the start failed)
-                    if self._picked.cpu in self._cpus_starting:
-                        self._cpus_starting.remove(self._picked.cpu)
+                if cpu is not None:
+                    with self._lock:  # the CPU is now a live worker's (or the start failed)
+                        self._cpus_starting.remove(cpu)
             return w
         except BaseException:
             self._slots.release()

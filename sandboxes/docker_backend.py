@@ -237,11 +237,9 @@ class DockerSandbox(Sandbox):
             "host_config": host_config,
         }
 
-    def _start_worker(self) -> Worker:
+    def _start_worker(self, cpu: int | None) -> Worker:
         try:
-            cpu = self._pick_cpu()
             w = DockerWorker(self._client(), self._create_kwargs(cpu))
-            w.cpu = cpu
         except Exception as e:
             raise WorkerError(f"could not start a sandbox container: {e}") from None
         try:

@@ -182,7 +182,7 @@ class LocalSandbox(Sandbox):
     def _rlimits(self, limits: Limits) -> dict[str, int]:
         return limits.rlimits(procs=os.geteuid() != 0 and not self._use_cgroup)
 
-    def _start_worker(self) -> Worker:
+    def _start_worker(self, cpu: int | None) -> Worker:
         lim = self.limits
         cgroup = None
         try:
@@ -197,14 +197,12 @@ class LocalSandbox(Sandbox):
             if os.geteuid() == 0:
                 raise SandboxUnavailable(str(e)) from None
             self._use_cgroup = False  # unprivileged: RLIMIT_NPROC applies to our own uid
-        cpu = self._pick_cpu()
         argv = [
             *bwrap_args(self._manifest, lim),
             *zygote_argv(self._manifest.python, {**self._config(), "cpu": cpu}),
         ]
         try:
             w = CgroupWorker(argv, {}, cgroup)
-            w.cpu = cpu
             w.wait_ready()
         except BaseException:
             if cgroup is not None:

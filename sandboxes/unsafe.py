@@ -58,7 +58,7 @@ class UnsafeSandbox(Sandbox):
     def _rlimits(self, limits: Limits) -> dict[str, int]:
         return limits.rlimits(procs=True)
 
-    def _start_worker(self) -> Worker:
+    def _start_worker(self, cpu: int | None) -> Worker:
         tmp = tempfile.mkdtemp(prefix="flexmg-unsafe-")
         self._dirs.append((os.getpid(), tmp))
         cgroup = None
@@ -74,11 +74,10 @@ class UnsafeSandbox(Sandbox):
             "tmp_root": tmp,
             "env": {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": tmp, "TMPDIR": tmp},
             "clean_ipc": False,
-            "cpu": self._pick_cpu(),
+            "cpu": cpu,
         }
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         w = CgroupWorker(zygote_argv(self._python, config), env, cgroup, cwd=tmp)
-        w.cpu = config["cpu"]
         try:
             w.wait_ready()
         except BaseException:

@@ -225,8 +225,17 @@ def _trusted(method: Any) -> dict[str, bool]:
     The hidden tests are the task's own, so a flexmg sandbox may run them in its
     long-lived judge; other sandbox objects are called as before.
     """
+    func = getattr(method, "__func__", method)  # one answer per function, not per bound method
     try:
-        params = inspect.signature(method).parameters
+        return _trusted_kwargs(func)
+    except TypeError:  # an unhashable callable object
+        return _trusted_kwargs.__wrapped__(func)
+
+
+@functools.lru_cache(maxsize=256)
+def _trusted_kwargs(func: Any) -> dict[str, bool]:
+    try:
+        params = inspect.signature(func).parameters
     except (TypeError, ValueError):
         return {}
     takes = "trusted_tests" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())

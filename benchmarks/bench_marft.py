@@ -11,9 +11,19 @@ log-prob recomputation against a per-sample loop over the same batch. Peak RSS
 comes from a second child per configuration that runs one rollout + update with
 a fixed glibc mmap threshold (live memory, not the allocator's cache).
 
+On CUDA (``--device cuda``, or ``auto`` on a machine with a GPU) timings are
+synchronized and the memory figure is the peak of ``torch.cuda.max_memory_allocated``.
+
+To tell a slow batched path from a compute-bound one, the benchmark also counts
+the floating-point operations of one batched recomputation
+(``torch.utils.flop_counter``) and measures the device's large-matmul rate in the
+same process: ``flops / rate`` is a floor under any batched implementation, so
+``loop time / floor`` is the most any batching could gain over the loop there.
+
 Run:
     python benchmarks/bench_marft.py            # about 3-5 minutes on one free core
     python benchmarks/bench_marft.py --quick    # well under a minute
+    python benchmarks/bench_marft.py --device cuda --dtype bfloat16   # on a GPU
     python benchmarks/bench_marft.py --json out.json
 
 Targets: peak memory with 4 agents <= 1.15x that with 1 agent (one base model,
@@ -30,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +57,57 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _synchronize(device: Any) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timed(fn: Callable[[], Any], device: Any, reps: int) -> float:
+    """Mean seconds per call of ``fn`` over ``reps`` calls, after one warm-up call."""
+    fn()
+    _synchronize(device)
+    start = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    _synchronize(device)
+    return (time.perf_counter() - start) / reps
+
+
+def matmul_rate(device: Any, dtype: Any, size: int = 1024, reps: int = 5) -> float:
+    """The device's square-matmul rate in FLOP/s for ``dtype`` (best of a few sizes)."""
+    import torch
+
+    sizes = (size, 2 * size, 4 * size) if device.type == "cuda" else (size // 2, size)
+    best = 0.0
+    for n in sizes:
+        a = torch.randn(n, n, device=device, dtype=dtype)
+        b = torch.randn(n, n, device=device, dtype=dtype)
+        best = max(best, 2 * n**3 / _timed(lambda a=a, b=b: a @ b, device, reps))
+    return best
+
+
+def count_flops(fn: Callable[[], Any]) -> int:
+    """Floating-point operations of one call of ``fn`` (matmuls and attention)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        fn()
+    return int(counter.get_total_flops())
+
+
 def child(
-    model: str, agents: int, batch: int, new_tokens: int, reps: int, seed: int, threads: int
+    model: str,
+    agents: int,
+    batch: int,
+    new_tokens: int,
+    reps: int,
+    seed: int,
+    threads: int,
+    device_name: str = "cpu",
+    dtype_name: str = "auto",
 ) -> dict:
     """Measure one (model, team size) configuration in this process; returns a result dict."""
     import torch
@@ -58,8 +118,14 @@ def child(
 
     torch.manual_seed(seed)
     roles = list(TEAMS[agents])
-    cfg = PolicyConfig(model=model, max_new_tokens=new_tokens, device="cpu", prompt_style="compact")
+    cfg = PolicyConfig(
+        model=model, max_new_tokens=new_tokens, device=device_name, dtype=dtype_name,
+        prompt_style="compact",
+    )  # fmt: skip
     policy = TeamPolicy(roles, cfg)
+    device = policy.device
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     try:
         from flexmg.envs.math import make_math_source
 
@@ -82,6 +148,7 @@ def child(
             out = policy.act(role, obs)
             batches[role] = out
             tokens += sum(len(a) for a in out.action_ids)
+        _synchronize(device)
         return batches, tokens, time.perf_counter() - start
 
     def update(batches: dict[str, Any]) -> float:
@@ -95,13 +162,14 @@ def child(
             loss.backward()
             actor_optims[role].step()
         critic_optim.step()
+        _synchronize(device)
         return time.perf_counter() - start
 
     batches, _, _ = rollout()  # warm-up
     update(batches)
     if reps == 0:  # memory-only run
         update(batches)
-        return {"peak_rss_mb": round(_peak_rss_mb(), 1)}
+        return {"peak_rss_mb": round(_peak_rss_mb(), 1), **_gpu_peak(device)}
     roll_tokens = roll_time = upd_time = 0.0
     for _ in range(reps):
         batches, tokens, dt = rollout()
@@ -119,13 +187,12 @@ def child(
         for p, a in zip(b.prompt_ids, b.action_ids, strict=True):
             policy.evaluate(roles[0], [p], [a]).action_logprob.sum().backward()
 
-    timings = {}
-    for name, fn in (("batched", batched), ("loop", looped)):
-        fn()  # warm-up
-        start = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        timings[name] = (time.perf_counter() - start) / reps
+    timings = {
+        name: _timed(fn, device, reps) for name, fn in (("batched", batched), ("loop", looped))
+    }
+    flops = count_flops(batched)
+    rate = matmul_rate(device, policy.dtype)
+    floor = flops / rate
     policy.zero_grad(set_to_none=True)
     update(batches)  # leave gradients and optimizer states allocated for the memory figure
     state_bytes = sum(
@@ -155,8 +222,23 @@ def child(
         "recompute_batched_s": round(timings["batched"], 4),
         "recompute_loop_s": round(timings["loop"], 4),
         "recompute_speedup": round(timings["loop"] / timings["batched"], 2),
-        "threads": __import__("torch").get_num_threads(),
+        "recompute_gflop": round(flops / 1e9, 3),
+        "matmul_gflops": round(rate / 1e9, 1),
+        "recompute_batched_gflops": round(flops / timings["batched"] / 1e9, 1),
+        "recompute_speedup_ceiling": round(timings["loop"] / floor, 2),
+        "threads": torch.get_num_threads(),
+        "device": str(device),
+        "dtype": str(policy.dtype).removeprefix("torch."),
+        **_gpu_peak(device),
     }
+
+
+def _gpu_peak(device: Any) -> dict[str, float]:
+    import torch
+
+    if device.type != "cuda":
+        return {}
+    return {"peak_gpu_mb": round(torch.cuda.max_memory_allocated(device) / 2**20, 1)}
 
 
 def save_mid_model(folder: Path) -> str:
@@ -186,6 +268,49 @@ def run_child(args: list[str], memory_only: bool = False) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def format_report(results: list[dict]) -> str:
+    """The per-configuration table printed by :func:`main`."""
+    memory = "peak GPU MB" if "peak_gpu_mb" in results[0] else "peak RSS MB"
+    header = (f"{'model':<8} {'agents':>6} {'batch':>5} {memory:>11} {'rollout tok/s':>13} "
+              f"{'update samples/s':>16} {'recompute x':>11} {'ceiling x':>9}")  # fmt: skip
+    lines = [header, "-" * len(header)]
+    for r in results:
+        mb = r.get("peak_gpu_mb", r["peak_rss_mb"])
+        lines.append(f"{r['model']:<8} {r['agents']:>6} {r['batch']:>5} {mb:>11.1f} "
+                     f"{r['rollout_tokens_per_s']:>13.1f} {r['update_samples_per_s']:>16.1f} "
+                     f"{r['recompute_speedup']:>10.1f}x {r['recompute_speedup_ceiling']:>8.1f}x")  # fmt: skip
+    return "\n".join(lines)
+
+
+def summarize(results: list[dict]) -> dict[str, dict[str, Any]]:
+    """Per model: the 4-vs-1-agent memory ratios and the worst recompute speedup.
+
+    The memory figure is the GPU peak on CUDA, else the process's peak RSS.
+    """
+    summary = {}
+    for name in dict.fromkeys(r["model"] for r in results):
+        rows = {r["agents"]: r for r in results if r["model"] == name}
+        key = "peak_gpu_mb" if "peak_gpu_mb" in rows[1] else "peak_rss_mb"
+        worst = min(rows.values(), key=lambda r: r["recompute_speedup"])
+        summary[name] = {
+            "device": rows[1]["device"],
+            "dtype": rows[1]["dtype"],
+            "threads": rows[1]["threads"],
+            "memory": "GPU memory" if key == "peak_gpu_mb" else "RSS",
+            "memory_ratio_4_vs_1": round(rows[4][key] / rows[1][key], 3),
+            "model_state_ratio_4_vs_1": round(
+                rows[4]["model_state_mb"] / rows[1]["model_state_mb"], 3
+            ),
+            "min_recompute_speedup": worst["recompute_speedup"],
+            "min_recompute_speedup_ceiling": worst["recompute_speedup_ceiling"],
+            "batched_gflops": worst["recompute_batched_gflops"],
+            "matmul_gflops": worst["matmul_gflops"],
+            "base_params": rows[1]["base_params"],
+            "adapter_params_4_agents": rows[4]["adapter_params"],
+        }
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small batches, one repetition")
@@ -198,11 +323,18 @@ def main(argv: list[str] | None = None) -> int:
         help="torch intra-op threads per child (default 1: on a shared or busy machine more "
         "threads than free cores makes OpenMP spin and runs 10-100x slower)",
     )
-    parser.add_argument("--child", nargs=7, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--device", default="auto", help="auto (cuda when available), cpu, cuda or cuda:N"
+    )
+    parser.add_argument(
+        "--dtype", default="auto", help="auto (bf16 on a CUDA device that has it, else fp32), "
+        "float32 or bfloat16",
+    )  # fmt: skip
+    parser.add_argument("--child", nargs=9, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        model, *nums = args.child
-        print(json.dumps(child(model, *(int(x) for x in nums))))
+        model, *nums, device, dtype = args.child
+        print(json.dumps(child(model, *(int(x) for x in nums), device, dtype)))
         return 0
 
     plans = [("tiny", 16 if args.quick else 64, 16, 1 if args.quick else 2)]
@@ -219,37 +351,34 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         for model, batch, new_tokens, reps in plans:
             for agents in TEAMS:
-                cfg = [model, agents, batch, new_tokens, reps, 0, args.threads]
+                cfg = [
+                    model,
+                    agents,
+                    batch,
+                    new_tokens,
+                    reps,
+                    0,
+                    args.threads,
+                    args.device,
+                    args.dtype,
+                ]
                 res = run_child([str(x) for x in cfg])
                 cfg[4] = 0
                 res.update(run_child([str(x) for x in cfg], memory_only=True))
                 results.append(res)
                 print(json.dumps(res), file=sys.stderr)
 
-    header = (f"{'model':<8} {'agents':>6} {'batch':>5} {'peak RSS MB':>11} {'rollout tok/s':>13} "
-              f"{'update samples/s':>16} {'recompute x':>11}")  # fmt: skip
-    print(header)
-    print("-" * len(header))
-    for r in results:
-        print(f"{r['model']:<8} {r['agents']:>6} {r['batch']:>5} {r['peak_rss_mb']:>11.1f} "
-              f"{r['rollout_tokens_per_s']:>13.1f} {r['update_samples_per_s']:>16.1f} "
-              f"{r['recompute_speedup']:>10.1f}x")  # fmt: skip
-    summary = {}
-    for name in dict.fromkeys(r["model"] for r in results):
-        rows = {r["agents"]: r for r in results if r["model"] == name}
-        ratio = rows[4]["peak_rss_mb"] / rows[1]["peak_rss_mb"]
-        speedup = min(r["recompute_speedup"] for r in rows.values())
-        state_ratio = rows[4]["model_state_mb"] / rows[1]["model_state_mb"]
-        summary[name] = {
-            "memory_ratio_4_vs_1": round(ratio, 3),
-            "model_state_ratio_4_vs_1": round(state_ratio, 3),
-            "min_recompute_speedup": speedup,
-        }
-        print(f"{name}: peak memory 4 agents / 1 agent = {ratio:.3f} (target <= 1.15); "
-              f"weights+grads+optimizer states {state_ratio:.3f}x; "
-              f"batched log-prob recomputation {speedup:.1f}x a per-sample loop (target >= 5x); "
-              f"base {rows[1]['base_params'] / 1e6:.2f}M params, +{rows[4]['adapter_params']} "
-              f"LoRA params for 4 agents")  # fmt: skip
+    print(format_report(results))
+    summary = summarize(results)
+    for name, s in summary.items():
+        print(f"{name} on {s['device']} ({s['dtype']}, {s['threads']} thread(s)): peak "
+              f"{s['memory']} 4 agents / 1 agent = {s['memory_ratio_4_vs_1']:.3f} (target <= 1.15); "
+              f"weights+grads+optimizer states {s['model_state_ratio_4_vs_1']:.3f}x; batched "
+              f"log-prob recomputation {s['min_recompute_speedup']:.1f}x a per-sample loop "
+              f"(target >= 5x; at most {s['min_recompute_speedup_ceiling']:.1f}x possible here: "
+              f"the batched path runs at {s['batched_gflops']:.0f} GFLOP/s of a {s['matmul_gflops']:.0f} "
+              f"GFLOP/s matmul rate); base {s['base_params'] / 1e6:.2f}M params, "
+              f"+{s['adapter_params_4_agents']} LoRA params for 4 agents")  # fmt: skip
     if args.json:
         tmp_path = args.json.with_name(args.json.name + ".tmp")
         tmp_path.write_text(json.dumps({"results": results, "summary": summary}, indent=2))

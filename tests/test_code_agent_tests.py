@@ -102,6 +102,13 @@ def test_with_task_builds_program_like_grading(sandbox: Any) -> None:
     assert out.startswith("Tester's tests: 2/2 passed")
 
 
+def test_load_error_names_the_line_of_the_coders_code(sandbox: Any) -> None:
+    task = next(t for t in builtin_tasks() if t.id == "builtin/count_vowels")
+    code = "```python\ndef count_vowels(s):\n    return (\n```"
+    out = run_agent_tests(code, "assert count_vowels('a') == 1", sandbox, task=task)
+    assert "(line 2 of your code)" in out and "<solution>" not in out, out
+
+
 def test_hostile_tests_do_not_escape(sandbox: Any) -> None:
     tester = "```python\nassert add(1, 1) == 2\nwhile True:\n    pass\nassert __import__('os')._exit(0) or True\n```"
     out = run_agent_tests(CODER, tester, sandbox)

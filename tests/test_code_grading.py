@@ -101,6 +101,20 @@ def test_body_only_completion(sandbox: Any) -> None:
     assert g.reward == 1.0
 
 
+def test_load_error_line_numbers_count_from_the_agents_code(sandbox: Any) -> None:
+    # The prompt (a signature and docstring) comes first in the program; the feedback
+    # must name the line of the agent's own code, as the agent wrote it.
+    task = by_id("builtin/count_vowels")
+    code = "def count_vowels(s):\n    n = (\n    return n"
+    g = grade_code(fenced(code), task, sandbox)
+    assert g.status == "error" and g.reward == 0.0
+    assert "(line 2 of your code)" in g.safe_details[0], g.safe_details
+    assert "(line 2 of your code)" in g.feedback() and "<solution>" not in g.feedback()
+    body = "    n = 0\n    for ch in s:\n        n += ch in 'aeiou'\n    return n +\n"
+    g = grade_code(fenced(body), task, sandbox)
+    assert "(line 4 of your code)" in g.details[0], g.details
+
+
 # --- format and hostile code -------------------------------------------------
 
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import ast
 
-from flexmg.envs.code.program import build_program, defines_name, sanitize_source
+import pytest
+from flexmg.envs.code.program import (
+    assemble_program,
+    build_program,
+    defines_name,
+    sanitize_source,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -84,3 +90,40 @@ def test_build_program_never_raises_and_is_utf8(code: str) -> None:
 def test_humaneval_style_prompt_parses_after_body() -> None:
     program = build_program("    return 0", TASK)
     ast.parse(program)
+
+
+# --- where the agent's code sits in the program (for load-error line numbers) ---
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def total(xs: List[int]) -> int:\n    s = 0\n    return sum(xs)",  # full function
+        "    s = 0\n    return sum(xs)\n",  # indented body
+        "s = 0\nfor x in xs:\n    s += x\nreturn s",  # flush-left body
+        "from __future__ import annotations\ndef total(xs):\n    return sum(xs)",  # code alone
+    ],
+)
+def test_assemble_program_locates_the_code(code: str) -> None:
+    program = assemble_program(code, TASK)
+    assert program.source == build_program(code, TASK)
+    lines = program.source.split("\n")
+    located = lines[program.code_start - 1 : program.code_end]
+    assert [x.strip() for x in located] == [x.strip() for x in code.rstrip("\n").split("\n")]
+
+
+def test_setup_code_comes_after_the_located_code() -> None:
+    task = Task(id="m", prompt="Sum a list.", meta={"entry_point": "total", "setup": "K = 1\n"})
+    program = assemble_program("def total(xs):\n    return sum(xs)", task)
+    assert (program.code_start, program.code_end) == (1, 2)
+    assert program.source.split("\n")[program.code_end + 1] == "K = 1"
+    assert "line 2 after your code" in program.relabel("bad (<solution>, line 4)")
+
+
+def test_relabel_maps_every_solution_line_reference() -> None:
+    program = assemble_program("    x = (\n    return 1\n", TASK)
+    start = program.code_start
+    msg = f"SyntaxError: '(' was never closed (<solution>, line {start})"
+    assert program.relabel(msg) == "SyntaxError: '(' was never closed (line 1 of your code)"
+    assert "of the task's prompt" in program.relabel("e (<solution>, line 1)")
+    assert program.relabel("no line here (<tests>, line 3)") == "no line here (<tests>, line 3)"

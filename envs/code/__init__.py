@@ -12,13 +12,15 @@ from .agent_tests import extract_agent_tests, run_agent_tests
 from .extract import extract_code, find_code_blocks, python_blocks
 from .grading import GRADE_STATUSES, CodeGrade, grade_code, grade_many
 from .loaders import BUILTIN_TASKS_PATH, builtin_tasks, load_tasks
-from .program import build_program
+from .program import Program, assemble_program, build_program
 from .source import make_code_source
 
 __all__ = [
     "BUILTIN_TASKS_PATH",
     "GRADE_STATUSES",
     "CodeGrade",
+    "Program",
+    "assemble_program",
     "build_program",
     "builtin_tasks",
     "extract_agent_tests",

@@ -25,7 +25,7 @@ from typing import Any
 from flexmg.tasks import Task
 
 from .extract import extract_code, python_blocks
-from .program import build_program, sanitize_source
+from .program import Program, assemble_program, sanitize_source
 from .report import field_of, interpret_report, result_message, result_passed
 
 __all__ = ["run_agent_tests", "extract_agent_tests"]
@@ -171,7 +171,12 @@ def run_agent_tests(
         solution = raw
     if not solution.strip():
         return "The coder produced no code; the tester's tests were not run."
-    program = build_program(solution, task) if task is not None else sanitize_source(solution)
+    if task is not None:
+        layout = assemble_program(solution, task)
+    else:
+        source = sanitize_source(solution)
+        layout = Program(source, 1, max(1, source.count("\n") + 1))
+    program = layout.source
     protected = _defined_names(program)
     if entry_point:
         protected.add(entry_point)
@@ -196,14 +201,14 @@ def run_agent_tests(
     results = list(field_of(report, "results", default=None) or [])
     lines = [f"Tester's tests: {passed}/{total or len(tests)} passed ({status})."]
     if not results:
-        lines += view.details[:3]
+        lines += [layout.relabel(line) for line in view.details[:3]]
     for i, test in enumerate(tests):
         if i >= len(results):
             break
         r = results[i]
         ok = result_passed(r)
         msg = result_message(r).strip()
-        msg = msg.splitlines()[-1] if msg else ""
+        msg = layout.relabel(msg.splitlines()[-1]) if msg else ""
         mark = "PASS" if ok else "FAIL"
         line = f"{mark}: {_display(test)}"
         if not ok and msg:

@@ -31,7 +31,7 @@ from typing import Any
 from flexmg.tasks import Task
 
 from .extract import extract_code
-from .program import build_program
+from .program import Program, assemble_program
 from .report import MAX_DETAILS, clip, field_of, interpret_report, result_passed
 
 __all__ = ["CodeGrade", "grade_code", "grade_many", "GRADE_STATUSES"]
@@ -151,7 +151,7 @@ def _sandbox_failure(expected: int, exc: BaseException) -> CodeGrade:
 
 @dataclass(frozen=True)
 class _Job:
-    program: str
+    program: Program
     tests: str | list[str]
     entry_point: str | None
     expected: int
@@ -172,7 +172,7 @@ def _prepare(completion: str, task: Task) -> _Job | CodeGrade:
         line = "no fenced Python code block in the message"
         return CodeGrade(0.0, 0, expected, True, None, "no_code", [line], [], [line])
     tests_arg = list(tests) if isinstance(tests, tuple) else tests
-    return _Job(build_program(code, task), tests_arg, entry_point, expected)
+    return _Job(assemble_program(code, task), tests_arg, entry_point, expected)
 
 
 def _finish(job: _Job, report: Any) -> CodeGrade:
@@ -186,9 +186,9 @@ def _finish(job: _Job, report: Any) -> CodeGrade:
         total=total,
         sandbox_error=view.sandbox_error,
         status=view.status,
-        details=view.details,
+        details=[job.program.relabel(line) for line in view.details],
         failed_tests=[] if view.status == "sandbox_error" else failed_tests,
-        safe_details=view.safe_details,
+        safe_details=[job.program.relabel(line) for line in view.safe_details],
     )
 
 
@@ -212,7 +212,10 @@ def grade_code(completion: str, task: Task, sandbox: Any) -> CodeGrade:
         return job
     try:
         report = sandbox.run_tests(
-            job.program, job.tests, entry_point=job.entry_point, **_trusted(sandbox.run_tests)
+            job.program.source,
+            job.tests,
+            entry_point=job.entry_point,
+            **_trusted(sandbox.run_tests),
         )
     except Exception as e:  # a broken sandbox must not crash the env
         return _sandbox_failure(job.expected, e)
@@ -267,7 +270,7 @@ def grade_many(completions: Sequence[str], tasks: Sequence[Task], sandbox: Any) 
     if jobs and callable(map_tests):
         try:
             reports = map_tests(
-                [(j.program, j.tests, j.entry_point) for _, j in jobs], **_trusted(map_tests)
+                [(j.program.source, j.tests, j.entry_point) for _, j in jobs], **_trusted(map_tests)
             )
         except Exception as e:
             for i, j in jobs:
@@ -279,7 +282,10 @@ def grade_many(completions: Sequence[str], tasks: Sequence[Task], sandbox: Any) 
         for i, j in jobs:
             try:
                 report = sandbox.run_tests(
-                    j.program, j.tests, entry_point=j.entry_point, **_trusted(sandbox.run_tests)
+                    j.program.source,
+                    j.tests,
+                    entry_point=j.entry_point,
+                    **_trusted(sandbox.run_tests),
                 )
                 grades[i] = _finish(j, report)
             except Exception as e:

@@ -28,10 +28,20 @@ import ast
 import functools
 import re
 import textwrap
+from dataclasses import dataclass
 
 from flexmg.tasks import Task
 
-__all__ = ["build_program", "defines_name", "prompt_is_python", "sanitize_source"]
+__all__ = [
+    "Program",
+    "assemble_program",
+    "build_program",
+    "defines_name",
+    "prompt_is_python",
+    "sanitize_source",
+]
+
+_SOLUTION_LINE = re.compile(r"\(<solution>, line (\d+)\)")
 
 
 def sanitize_source(code: str) -> str:
@@ -92,16 +102,55 @@ def _indent_body(code: str) -> str:
     return textwrap.indent(code, "    ")
 
 
-def build_program(code: str, task: Task) -> str:
-    """Return the program to run for ``code`` written for ``task`` (see module doc).
+@dataclass(frozen=True)
+class Program:
+    """A program built from an agent's code, and where that code sits in it.
 
-    Setup code from the task (``meta["setup"]``, e.g. MBPP's ``test_setup_code``)
-    is appended after the solution.
+    Attributes:
+        source: the program text that runs.
+        code_start: the program line (1-based) of the code's first line.
+        code_end: the program line of the code's last line.
+    """
+
+    source: str
+    code_start: int
+    code_end: int
+
+    def relabel(self, message: str) -> str:
+        """Say where a ``(<solution>, line N)`` of a load error is in the agent's code.
+
+        The program may start with the task's prompt and end with its setup
+        code, so a raw line number would not match the code the agent wrote.
+
+        >>> p = Program("def f():\\n    return (\\n", code_start=2, code_end=2)
+        >>> p.relabel("SyntaxError: '(' was never closed (<solution>, line 2)")
+        "SyntaxError: '(' was never closed (line 1 of your code)"
+        """
+
+        def where(match: re.Match[str]) -> str:
+            line = int(match.group(1))
+            if self.code_start <= line <= self.code_end:
+                return f"(line {line - self.code_start + 1} of your code)"
+            if line < self.code_start:
+                return f"(line {line} of the task's prompt, before your code)"
+            return f"(line {line - self.code_end} after your code, in the task's setup code)"
+
+        return _SOLUTION_LINE.sub(where, message)
+
+
+def _line_after(prefix: str) -> int:
+    """The 1-based line on which text appended to ``prefix`` starts."""
+    return prefix.count("\n") + 1
+
+
+def assemble_program(code: str, task: Task) -> Program:
+    """Build the program for ``code`` written for ``task`` and record where the code is.
 
     >>> from flexmg.tasks import Task
-    >>> t = Task(id="t", prompt="Add two numbers.", meta={"entry_point": "add"})
-    >>> build_program("def add(a, b):\\n    return a + b", t)
-    'def add(a, b):\\n    return a + b\\n'
+    >>> t = Task(id="t", prompt="def add(a, b):\\n    'Add.'\\n", meta={"entry_point": "add"})
+    >>> p = assemble_program("return a + b", t)
+    >>> p.code_start, p.code_end
+    (3, 3)
     """
     entry_point = str(task.meta.get("entry_point") or "")
     code = sanitize_source(code)
@@ -109,14 +158,32 @@ def build_program(code: str, task: Task) -> str:
     dedented = textwrap.dedent(code)
     if defines_name(dedented, entry_point) or not entry_point:
         if "from __future__" in dedented or not prompt:
-            program = dedented
+            prefix, body = "", dedented
         else:
-            program = prompt.rstrip("\n") + "\n\n\n" + dedented
+            prefix, body = prompt.rstrip("\n") + "\n\n\n", dedented
     elif prompt:
-        program = prompt + ("" if prompt.endswith("\n") else "\n") + _indent_body(code)
+        prefix, body = prompt + ("" if prompt.endswith("\n") else "\n"), _indent_body(code)
     else:
-        program = dedented
+        prefix, body = "", dedented
+    program = prefix + body
+    start = _line_after(prefix)
+    end = start + body.rstrip("\n").count("\n")
     setup = task.meta.get("setup")
     if isinstance(setup, str) and setup.strip():
         program = program.rstrip("\n") + "\n\n" + setup
-    return program.rstrip("\n") + "\n"
+    return Program(program.rstrip("\n") + "\n", start, end)
+
+
+def build_program(code: str, task: Task) -> str:
+    """Return the program to run for ``code`` written for ``task`` (see module doc).
+
+    Setup code from the task (``meta["setup"]``, e.g. MBPP's ``test_setup_code``)
+    is appended after the solution. :func:`assemble_program` also says where
+    the code is in the program.
+
+    >>> from flexmg.tasks import Task
+    >>> t = Task(id="t", prompt="Add two numbers.", meta={"entry_point": "add"})
+    >>> build_program("def add(a, b):\\n    return a + b", t)
+    'def add(a, b):\\n    return a + b\\n'
+    """
+    return assemble_program(code, task).source

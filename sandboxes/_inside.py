@@ -856,12 +856,40 @@ def forkserver_main(config: dict) -> None:
                 break
             if pid == 0:
                 break
-            records.append(struct.pack(">cii", b"X", pid, status))
+            kind = _wait_kind(pid, status)
+            if kind is not None:
+                records.append(struct.pack(">cii", kind, pid, status))
         if records:
             try:
                 sock.sendall(b"".join(records))
             except OSError:
                 os._exit(0)
+
+
+def _status_exit_code(status: int) -> int | None:
+    """The exit code (negative: killed by that signal) of an exit status, else None."""
+    try:
+        return os.waitstatus_to_exitcode(status)
+    except ValueError:
+        return None
+
+
+def _wait_kind(pid: int, status: int) -> bytes | None:
+    """What a waitpid ``status`` of ``pid`` means: b"X" it ended, b"T" it was traced.
+
+    A child that made itself traced (``ptrace(PTRACE_TRACEME)``, where ptrace is
+    allowed) reports its stops to its parent, the tracer: it is killed (b"T"),
+    and its exit comes later as b"X", like any other. None: nothing to report.
+    """
+    if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+        return b"X"
+    if os.WIFSTOPPED(status):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            return None
+        return b"T"
+    return None
 
 
 def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
@@ -967,6 +995,7 @@ class Zygote:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.set_wakeup_fd(self.wake_w)
         self.exited: dict[int, int] = {}
+        self.traced: set[int] = set()  # processes killed because they made themselves traced
         self.fs_pid: int | None = None
         self.fs_sock: socket.socket | None = None
         self.fs_buf = bytearray()
@@ -1051,7 +1080,10 @@ class Zygote:
             del self.fs_buf[:9]
             if kind == b"S":
                 self.exited.pop(pid, None)  # an earlier exit record was for an older process
+                self.traced.discard(pid)
                 self.spawned.append(pid)
+            elif kind == b"T":
+                self.traced.add(pid)
             else:
                 self.exited[pid] = status
 
@@ -1070,6 +1102,8 @@ class Zygote:
                 return
             if pid == 0:
                 return
+            if _wait_kind(pid, status) != b"X":
+                continue
             self.exited[pid] = status
             if pid == self.fs_pid:
                 self.fs_pid = None
@@ -1669,8 +1703,9 @@ class Zygote:
             st = self.exited.get(runner)
             res["status"] = status
             if st is not None:
-                res["exit_code"] = os.waitstatus_to_exitcode(st)
+                res["exit_code"] = _status_exit_code(st)
             res["oom"] = b"M" in notes
+            res["traced"] = runner in self.traced
         else:
             res["status"] = status
             if _frame_complete(verdict):
@@ -1680,7 +1715,8 @@ class Zygote:
                     res["verdict"] = None
             st = self.exited.get(judge)
             if st is not None:
-                res["judge_exit"] = os.waitstatus_to_exitcode(st)
+                res["judge_exit"] = _status_exit_code(st)
+            res["traced"] = runner in self.traced
         return res
 
     def serve(self) -> None:
@@ -1736,6 +1772,7 @@ class Zygote:
                     self._drop_server()
                     self._kill_everything()
             self.exited.clear()
+            self.traced.clear()
             if self.spare is None:
                 try:
                     if self.fs_pid is None:

@@ -36,6 +36,9 @@ class SandboxUnavailable(RuntimeError):
     """A backend cannot work on this machine; the message says what to install or run."""
 
 
+TRACED_ERROR = "killed: the program made itself traced (ptrace), which the sandbox does not allow"
+
+
 def _short(text: str, limit: int = _SHORT) -> str:
     text = str(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -250,6 +253,8 @@ class Sandbox:
                 "killed: output over the max_output_bytes limit",
                 True,
             )
+        if reply.get("traced"):
+            return ExecResult("error", code, stdout, stderr, duration, TRACED_ERROR, truncated)
         if reply.get("oom") or reply.get("cgroup_oom"):
             return ExecResult("oom", code, stdout, stderr, duration, "out of memory", truncated)
         if code is None:
@@ -383,7 +388,7 @@ class Sandbox:
             err = "the judge failed: " + str(verdict["judge_error"])
             return report("sandbox_error", all_failed("not_run", err), err)
         if verdict.get("load_error"):
-            err = str(verdict["load_error"])
+            err = TRACED_ERROR if reply.get("traced") else str(verdict["load_error"])
             kind = str(verdict.get("load_kind") or "error")
             kind = kind if kind in ("error", "timeout", "oom") else "error"
             return report(kind, all_failed("not_run", err), _short(err, 2000))

@@ -251,5 +251,5 @@ class DockerSandbox(Sandbox):
 
     def _after_reply(self, w: Worker, reply: dict[str, Any]) -> None:
         # A SIGKILL by the container's OOM killer shows as -9 with no MemoryError.
-        if reply.get("exit_code") == -9 and reply.get("status") is None:
+        if reply.get("exit_code") == -9 and reply.get("status") is None and not reply.get("traced"):
             reply["cgroup_oom"] = True

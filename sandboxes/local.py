@@ -6,7 +6,8 @@ cgroup namespaces; uid/gid 65534 with no capabilities (bounding set cleared);
 ``--new-session``; a cleared environment with an allowlist; read-only binds of
 only the interpreter, its shared libraries and the standard library (site-packages
 hidden), mounted at ``/opt/python``; a size-limited tmpfs at ``/tmp`` as the only
-writable place; ``/dev`` and ``/`` read-only; no network. The zygote runs as pid 1
+writable place; ``/dev`` and ``/`` read-only; no network; a seccomp filter
+(:mod:`flexmg.sandboxes.seccomp`) on calls like ``ptrace`` and ``bpf``. The zygote runs as pid 1
 of the sandbox (signals from inside cannot kill it), kills every process of a run
 when it ends and empties ``/tmp`` and IPC before the next one. A cgroup caps the
 number of processes (RLIMIT_NPROC does not work for a uid mapped to host root)
@@ -21,13 +22,16 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
+from . import seccomp
 from .base import Sandbox, SandboxUnavailable
 from .cgroups import CgroupUnavailable, WorkerCgroup
 from .limits import Limits
@@ -38,11 +42,16 @@ SANDBOX_UID = 65534
 _CGROUP_EXTRA = 256 << 20  # zygote + judge + tmpfs, on top of the solution's memory
 
 
-def bwrap_args(m: Manifest, limits: Limits) -> list[str]:
-    """The bubblewrap options of one worker (everything before the command)."""
+def bwrap_args(m: Manifest, limits: Limits, seccomp_fd: int | None = None) -> list[str]:
+    """The bubblewrap options of one worker (everything before the command).
+
+    ``seccomp_fd``: a descriptor holding the BPF filter (:func:`seccomp.filter_fd`),
+    passed to the bwrap process, which installs it before starting the command.
+    """
     bwrap = shutil.which("bwrap") or "bwrap"
     args = [
         bwrap,
+        *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
         "--unshare-all",
         "--unshare-user",
         "--uid",
@@ -90,6 +99,23 @@ def bwrap_args(m: Manifest, limits: Limits) -> list[str]:
     return args
 
 
+@contextlib.contextmanager
+def _seccomp_fd() -> Iterator[int | None]:
+    """The filter's descriptor while a bwrap process is started (None: filter off)."""
+    if not seccomp.seccomp_enabled():
+        yield None
+        return
+    fd = seccomp.filter_fd()
+    try:
+        yield fd
+    finally:
+        os.close(fd)  # the started bwrap process holds its own copy
+
+
+def _fds(fd: int | None) -> tuple[int, ...]:
+    return () if fd is None else (fd,)
+
+
 @functools.lru_cache(maxsize=1)
 def probe_local() -> str | None:
     """None when the local backend works here, else why not (and what to install)."""
@@ -99,16 +125,31 @@ def probe_local() -> str | None:
         m = python_manifest()
     except Exception as e:  # pragma: no cover - ldd missing etc.
         return f"could not find this Python's files: {e}"
-    cmd = [*bwrap_args(m, Limits()), m.python, "-I", "-S", "-c", "import os; print(os.getuid())"]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env={})
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"bwrap could not start: {e}"
+    with _seccomp_fd() as fd:
+        cmd = [
+            *bwrap_args(m, Limits(), fd),
+            m.python,
+            "-I",
+            "-S",
+            "-c",
+            "import os; print(os.getuid())",
+        ]
+        try:
+            out = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=30, env={}, pass_fds=_fds(fd)
+            )
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"bwrap could not start: {e}"
     if out.returncode != 0 or out.stdout.strip() != str(SANDBOX_UID):
+        seccomp_hint = (
+            "; if the kernel has no seccomp, FLEXMG_SANDBOX_SECCOMP=0 runs without the filter"
+            if "seccomp" in out.stderr.lower()
+            else ""
+        )
         return (
             f"bwrap failed (exit {out.returncode}): {out.stderr.strip()[-400:]}; the kernel must allow "
             "user namespaces (sysctl user.max_user_namespaces > 0; on Debian/Ubuntu also "
-            "kernel.unprivileged_userns_clone=1 or run as root)"
+            f"kernel.unprivileged_userns_clone=1 or run as root){seccomp_hint}"
         )
     if os.geteuid() == 0:
         try:
@@ -128,6 +169,7 @@ class CgroupWorker(PipeWorker):
         env: dict[str, str],
         cgroup: WorkerCgroup | None,
         cwd: str | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> None:
         self.cgroup = cgroup
         self.oom_seen = cgroup.oom_kills() if cgroup else 0
@@ -138,7 +180,7 @@ class CgroupWorker(PipeWorker):
                 'shift; i=$((i+1)); done; exec "$@"'
             )
             argv = ["/bin/sh", "-c", script, "sh", str(len(files)), *files, *argv]
-        super().__init__(argv, env, cwd)
+        super().__init__(argv, env, cwd, pass_fds)
 
     def new_oom_kills(self) -> int:
         if self.cgroup is None:
@@ -197,12 +239,13 @@ class LocalSandbox(Sandbox):
             if os.geteuid() == 0:
                 raise SandboxUnavailable(str(e)) from None
             self._use_cgroup = False  # unprivileged: RLIMIT_NPROC applies to our own uid
-        argv = [
-            *bwrap_args(self._manifest, lim),
-            *zygote_argv(self._manifest.python, {**self._config(), "cpu": cpu}),
-        ]
         try:
-            w = CgroupWorker(argv, {}, cgroup)
+            with _seccomp_fd() as fd:
+                argv = [
+                    *bwrap_args(self._manifest, lim, fd),
+                    *zygote_argv(self._manifest.python, {**self._config(), "cpu": cpu}),
+                ]
+                w = CgroupWorker(argv, {}, cgroup, pass_fds=_fds(fd))
             w.wait_ready()
         except BaseException:
             if cgroup is not None:

@@ -121,7 +121,13 @@ class Worker(ABC):
 class PipeWorker(Worker):
     """A zygote started as a local subprocess (through bwrap or directly)."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str | None = None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | None = None,
+        pass_fds: tuple[int, ...] = (),
+    ) -> None:
         super().__init__()
         self.argv = argv
         self.proc = spawn(
@@ -134,6 +140,7 @@ class PipeWorker(Worker):
                 cwd=cwd,
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=pass_fds,
             )
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None

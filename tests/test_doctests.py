@@ -23,6 +23,8 @@ MODULES = [
     "flexmg.agents",
     "flexmg.agents.base",
     "flexmg.agents.episodes",
+    "flexmg.envs.code.program",
+    "flexmg.sandboxes.seccomp",
 ]
 
 

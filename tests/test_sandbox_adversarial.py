@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from flexmg.sandboxes import Sandbox
+from flexmg.sandboxes.seccomp import seccomp_enabled
 from flexmg.sandboxes.testing import backend_params, open_sandbox
 
 REPO = Path(__file__).resolve().parents[1]
@@ -383,6 +384,35 @@ def test_ipc_does_not_survive_to_the_next_run(sb: Sandbox, backend: str) -> None
     assert (r.status, r.stdout) == ("ok", "True\n"), r
     r = sb.run("import ctypes\nlibc = ctypes.CDLL(None)\nprint(libc.shmget(0x1234, 0, 0))\n")
     assert r.stdout == "-1\n", r
+
+
+TRACE_ME = (
+    "import ctypes, os, signal\n"
+    "traced = ctypes.CDLL(None, use_errno=True).ptrace(0, 0, 0, 0) == 0\n"  # PTRACE_TRACEME
+    "os.kill(os.getpid(), signal.SIGUSR2)\n"  # a traced process stops here, the rest dies
+)
+
+
+@BOTH_JUDGES
+def test_a_run_that_makes_itself_traced_is_scored(sb: Sandbox, backend: str, trusted: bool) -> None:
+    # Where ptrace is allowed (unsafe, docker, local without its seccomp filter), the fork
+    # server becomes the tracer and sees the runner's stops: the run is killed and scored,
+    # never a sandbox error. The local filter denies ptrace; the signal then ends the run.
+    filtered = backend == "local" and seccomp_enabled()
+    r = sb.run(TRACE_ME + "print('still here')\n")
+    assert r.status == "error" and r.stdout == "", r
+    if filtered:  # ptrace denied: SIGUSR2's default action ends the run
+        assert r.exit_code == -12, r
+    else:
+        assert r.exit_code == -9 and "traced" in r.error, r
+    rep = sb.run_tests(
+        TRACE_ME + "def add(a, b):\n    return a + b\n",
+        ["assert add(1, 2) == 3"],
+        trusted_tests=trusted,
+    )
+    assert rep.status == "error" and rep.passed == 0, rep
+    assert filtered or "traced" in rep.error, rep
+    assert sb.run("print(1 + 1)").stdout == "2\n"
 
 
 @BOTH_JUDGES

@@ -450,6 +450,8 @@ def _runner_serve(job: dict) -> None:
             req = None
         if not isinstance(req, dict):
             os._exit(0)
+        args: list = []
+        kwargs: dict = {}
         try:
             fn = ns[req["fn"]]
             args = decode(req["args"])
@@ -470,8 +472,37 @@ def _runner_serve(job: dict) -> None:
             except BaseException:
                 msg = ""
             reply = {"exc": type(e).__name__, "msg": msg}
+        try:
+            changed = _mutable_arguments(args, kwargs)
+        except BaseException:  # e.g. MemoryError, or a recursion in a self-containing list
+            changed = {}
+        if changed:
+            reply["mutable"] = changed
         _flush_stdio()
         write_frame(4, reply)
+
+
+_MUTABLE = (list, dict, set, bytearray)
+
+
+def _mutable_arguments(args: object, kwargs: object) -> dict:
+    """The final state of the call's list/dict/set/bytearray arguments, encoded.
+
+    Keys are positions (``"0"``, ``"1"``, ...) and keyword names (``"k:name"``).
+    The judge writes them back into its own objects, so a test sees the call's
+    in-place changes as it would in one process. Arguments that no longer hold
+    plain data are left out (the judge keeps its copy).
+    """
+    out: dict = {}
+    items = list(enumerate(args)) if type(args) is list else []
+    named = list(kwargs.items()) if type(kwargs) is dict else []
+    for key, value in [(str(i), v) for i, v in items] + [(f"k:{k}", v) for k, v in named]:
+        if type(value) in _MUTABLE:
+            try:
+                out[key] = encode(value)
+            except NotPlainData:
+                pass
+    return out
 
 
 # --------------------------------------------------------------------------- judge
@@ -526,6 +557,8 @@ class Judge:
             ) from None
         self._ensure_runner()
         reply = self._ask(payload)
+        if "mutable" in reply:
+            self._write_back(reply["mutable"], args, kwargs)
         if "ok" in reply:
             return decode(reply["ok"])
         exc_name, msg = str(reply.get("exc")), str(reply.get("msg", ""))
@@ -536,6 +569,36 @@ class Judge:
             except TypeError:
                 pass
         raise CandidateError(f"{exc_name}: {msg}" if msg else exc_name)
+
+    def _broken(self) -> _RunnerDied:
+        """Kill the runner that broke the protocol; returns the exception to raise."""
+        self._kill_runner()
+        return _RunnerDied("the solution process broke the call protocol")
+
+    def _write_back(self, changed: object, args: tuple, kwargs: dict) -> None:
+        """Apply the call's in-place changes to the test's own argument objects."""
+        if not isinstance(changed, dict):
+            raise self._broken()
+        for key, encoded in changed.items():
+            if not isinstance(key, str):
+                continue
+            if key.startswith("k:"):
+                target = kwargs.get(key[2:])
+            elif key.isdigit() and int(key) < len(args):
+                target = args[int(key)]
+            else:
+                continue
+            try:
+                value = decode(encoded)
+            except ValueError:
+                raise self._broken() from None
+            if type(target) is not type(value) or type(target) not in _MUTABLE:
+                continue
+            if isinstance(target, (list, bytearray)):
+                target[:] = value
+            else:
+                target.clear()
+                target.update(value)
 
     def _ask(self, payload: dict) -> dict:
         try:

@@ -440,6 +440,25 @@ def test_os_exit_before_tests_scores_zero(sb: Sandbox, backend: str, trusted: bo
 
 
 @BOTH_JUDGES
+def test_forged_argument_write_back_is_a_crash(sb: Sandbox, backend: str, trusted: bool) -> None:
+    # The solution writes its own reply frame (fd 4) with a malformed write-back of
+    # the arguments: the judge treats the runner as broken, never crashes or passes.
+    code = (
+        "import json, os, struct\n"
+        "def f(xs):\n"
+        "    bad = ({'0': ['zz']}, [1], {'0': ['l', ['q']]})[xs[0]]\n"
+        "    data = json.dumps({'ok': 1, 'mutable': bad}).encode()\n"
+        "    os.write(4, struct.pack('>I', len(data)) + data)\n"
+        "    os._exit(0)\n"
+    )
+    tests = [f"xs = [{i}]\nassert f(xs) == 1" for i in range(3)]
+    rep = sb.run_tests(code, tests, trusted_tests=trusted)
+    assert rep.passed == 0 and rep.total == 3, rep
+    assert {r.status for r in rep.results} <= {"crash", "error"}, rep
+    assert sb.run("print(3)").stdout == "3\n"
+
+
+@BOTH_JUDGES
 def test_eq_spoofing_fails(sb: Sandbox, backend: str, trusted: bool) -> None:
     code = """
 class Anything:

@@ -252,6 +252,29 @@ def test_run_tests_types_survive(sb: Sandbox) -> None:
     assert [r.passed for r in rep.results] == [True, False, True, True], rep
 
 
+def test_run_tests_see_in_place_changes_to_arguments(sb: Sandbox) -> None:
+    # Arguments are copied to the solution's process; its changes to list, dict, set
+    # and bytearray arguments are copied back, as one process would see them.
+    code = (
+        "def sort_in_place(xs):\n    xs.sort()\n"
+        "def tag(d, key=None, seen=None):\n    d[key] = 1\n    seen.add(key)\n"
+        "def pure(xs):\n    return sorted(xs)\n"
+        "def leaky(xs):\n    xs.append(len)\n    return 1\n"
+        "def fail_after(buf):\n    buf.extend(b'!')\n    raise ValueError('late')\n"
+    )
+    tests = [
+        "lst = [3, 1, 2]\nsort_in_place(lst)\nassert lst == [1, 2, 3]",
+        "d, s = {}, set()\ntag(d, key='a', seen=s)\nassert d == {'a': 1} and s == {'a'}",
+        "xs = [2, 1]\nassert pure(xs) == [1, 2] and xs == [2, 1]",
+        "xs = [2, 1]\nsort_in_place(xs)\nassert xs == [2, 1]",  # a wrong test must fail
+        "xs = [1]\nassert leaky(xs) == 1 and xs == [1]",  # not plain data: the copy stays
+        "b = bytearray(b'x')\ntry:\n    fail_after(b)\nexcept ValueError:\n    pass\n"
+        "assert b == b'x!'",
+    ]
+    rep = sb.run_tests(code, tests)
+    assert [r.passed for r in rep.results] == [True, True, True, False, True, True], rep
+
+
 def test_run_tests_exceptions_keep_their_type(sb: Sandbox) -> None:
     code = "def f(x):\n    if x < 0:\n        raise ValueError('neg')\n    return x\n"
     test = "try:\n    f(-1)\n    assert False\nexcept ValueError:\n    pass"

@@ -336,6 +336,14 @@ def main(argv: list[str] | None = None) -> int:
         model, *nums, device, dtype = args.child
         print(json.dumps(child(model, *(int(x) for x in nums), device, dtype)))
         return 0
+    if args.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            parser.error(
+                f"--device {args.device}: torch sees no CUDA device here "
+                f"(torch {torch.__version__}); use --device cpu or run on a machine with a GPU"
+            )
 
     plans = [("tiny", 16 if args.quick else 64, 16, 1 if args.quick else 2)]
     with tempfile.TemporaryDirectory(prefix="flexmg-bench-") as tmp:

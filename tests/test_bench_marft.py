@@ -64,3 +64,12 @@ def test_summary_uses_gpu_memory_on_cuda_and_the_worst_speedup(bench) -> None:
     assert gpu["memory"] == "GPU memory" and gpu["memory_ratio_4_vs_1"] == 2.0
     report = bench.format_report(gpu_rows)
     assert "peak GPU MB" in report and report.count("\n") == 4
+
+
+def test_cuda_without_a_gpu_is_a_clear_error(bench, capsys: pytest.CaptureFixture[str]) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--device", "cuda", "--quick"])
+    assert exc.value.code == 2
+    assert "no CUDA device" in capsys.readouterr().err

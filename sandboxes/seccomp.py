@@ -33,9 +33,11 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import struct
+import warnings
 
 __all__ = ["DENIED", "build_filter", "filter_fd", "seccomp_enabled", "supported_machine"]
 
@@ -121,8 +123,26 @@ def supported_machine(machine: str | None = None) -> bool:
 
 
 def seccomp_enabled() -> bool:
-    """Whether the local backend installs the filter (``FLEXMG_SANDBOX_SECCOMP=0`` turns it off)."""
-    return os.environ.get("FLEXMG_SANDBOX_SECCOMP", "1") != "0" and supported_machine()
+    """Whether the local backend installs the filter (``FLEXMG_SANDBOX_SECCOMP=0`` turns it off).
+
+    On a machine with no syscall table here the filter is off, with a warning (once).
+    """
+    if os.environ.get("FLEXMG_SANDBOX_SECCOMP", "1") == "0":
+        return False
+    if not supported_machine():
+        _warn_unsupported(platform.machine())
+        return False
+    return True
+
+
+@functools.cache
+def _warn_unsupported(machine: str) -> None:
+    warnings.warn(
+        f"no seccomp syscall table for {machine!r} (known: {sorted(_ARCHES)}): the local "
+        "sandbox runs without its seccomp filter",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:

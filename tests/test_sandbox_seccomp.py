@@ -46,10 +46,15 @@ def test_filter_verdicts(machine: str) -> None:
         assert run_bpf(program, 0x40000000 + 1, ARCH[machine]) == EPERM  # x32 ABI
 
 
-def test_unknown_machine_is_a_clear_error() -> None:
+def test_unknown_machine_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="FLEXMG_SANDBOX_SECCOMP=0"):
         seccomp.build_filter("riscv64")
     assert not seccomp.supported_machine("riscv64")
+    monkeypatch.setattr(seccomp.platform, "machine", lambda: "riscv64")
+    with pytest.warns(RuntimeWarning, match="without its seccomp filter"):
+        assert not seccomp.seccomp_enabled()
+    monkeypatch.setenv("FLEXMG_SANDBOX_SECCOMP", "0")
+    assert not seccomp.seccomp_enabled()
 
 
 PROBE = """

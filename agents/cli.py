@@ -80,7 +80,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--eval-episodes", type=int, help="episodes per held-out eval")
     g.add_argument("--checkpoint-every", type=int, help="checkpoint every N updates")
     g.add_argument("--keep-checkpoints", type=int, help="keep the newest K checkpoints (0 = all)")
-    g.add_argument("--vectorization", choices=["sync", "async"], help="vector env kind")
+    g.add_argument("--vectorization", choices=["sync", "async", "ray"], help="vector env kind")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     m = p.add_argument_group("model")
     m.add_argument("--model", help="'tiny' (default), a HF model id in the cache, or a path")

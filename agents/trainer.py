@@ -73,7 +73,7 @@ class TrainConfig:
         run_dir: the run folder (default ``runs/<env>-<algo>-<timestamp>``).
         checkpoint_every: checkpoint every this many updates (and at the end).
         keep_checkpoints: keep the newest K checkpoints (0 = all).
-        vectorization: ``"sync"`` or ``"async"`` vector env.
+        vectorization: ``"sync"``, ``"async"`` or ``"ray"`` vector env.
         progress: show a tqdm progress bar.
         policy: :class:`~flexmg.agents.policy.PolicyConfig` fields (``critic`` is set by the algo).
         ppo: :class:`~flexmg.agents.ppo.PPOConfig` fields.

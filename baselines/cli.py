@@ -36,7 +36,7 @@ def add_leaderboard_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--episodes", type=int, help="episodes per seed (default 20)")
     p.add_argument("--out", metavar="DIR", help="output folder (default leaderboards/default)")
     p.add_argument("--num-envs", type=int, help="vector env size / generation batch (default 8)")
-    p.add_argument("--vectorization", choices=["sync", "async"], help="vector env kind")
+    p.add_argument("--vectorization", choices=["sync", "async", "ray"], help="vector env kind")
     p.add_argument("--split", choices=["eval", "train", "all"], help="task split (default eval)")
     p.add_argument(
         "--kw",

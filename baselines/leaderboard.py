@@ -157,7 +157,7 @@ class LeaderboardConfig:
         episodes: episodes per seed.
         out: output folder.
         num_envs: vector env size (batch size of generation).
-        vectorization: ``"sync"`` or ``"async"`` (entries that read the env,
+        vectorization: ``"sync"``, ``"async"`` or ``"ray"`` (entries that read the env,
             such as the oracle, always use sync).
         split: task split (``"eval"``; change only to study overfitting).
         env_kwargs: kwargs for every env (an env's own kwargs win).
@@ -205,8 +205,10 @@ class LeaderboardConfig:
         if int(self.num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {self.num_envs}")
         self.num_envs = int(self.num_envs)
-        if self.vectorization not in ("sync", "async"):
-            raise ValueError(f"vectorization must be 'sync' or 'async', got {self.vectorization!r}")
+        if self.vectorization not in ("sync", "async", "ray"):
+            raise ValueError(
+                f"vectorization must be 'sync', 'async' or 'ray', got {self.vectorization!r}"
+            )
         if self.split not in ("train", "eval", "all"):
             raise ValueError(f"split must be 'eval', 'train' or 'all', got {self.split!r}")
         self.env_kwargs = dict(self.env_kwargs or {})

@@ -53,8 +53,10 @@ __all__ = [
 def make_vec(env_id: str, num_envs: int, vectorization: str = "sync", **kwargs):
     """Build ``num_envs`` copies of ``env_id`` stepped in lockstep role by role.
 
-    ``vectorization`` is ``"sync"`` (one process) or ``"async"`` (one worker
-    process per env: rewards such as sandboxed tests are computed in parallel).
+    ``vectorization`` is ``"sync"`` (one process), ``"async"`` (one worker
+    process per env: rewards such as sandboxed tests are computed in parallel)
+    or ``"ray"`` (one Ray actor per env, on one machine or a Ray cluster; needs
+    ``pip install 'flexmg[ray]'``).
 
     >>> import flexmg
     >>> vec = flexmg.make_vec("echo", num_envs=2)

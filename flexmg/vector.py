@@ -16,7 +16,9 @@ in ``finished`` (read them with ``pop_finished()``).
 
 ``SyncVectorEnv`` steps envs in this process; ``AsyncVectorEnv`` keeps each
 env in a worker process, so reward computation (sandboxed tests, grading)
-runs in parallel across envs.
+runs in parallel across envs; ``RayVectorEnv`` (:mod:`flexmg.vector_ray`,
+``vectorization="ray"``) keeps each env in a Ray actor, on one machine or a
+cluster.
 
 Example:
     >>> import flexmg
@@ -413,7 +415,7 @@ def make_vec(
     vectorization: str = "sync",
     autoreset: bool = False,
     **kwargs: Any,
-) -> SyncVectorEnv | AsyncVectorEnv:
+) -> _VectorBase:
     """``num_envs`` copies of a registered env (see :func:`flexmg.make_vec`)."""
     from flexmg.registration import make
 
@@ -423,4 +425,8 @@ def make_vec(
         return SyncVectorEnv(fns, autoreset=autoreset)
     if vectorization == "async":
         return AsyncVectorEnv(fns, autoreset=autoreset)
-    raise ValueError(f"vectorization must be 'sync' or 'async', got {vectorization!r}")
+    if vectorization == "ray":
+        from flexmg.vector_ray import RayVectorEnv
+
+        return RayVectorEnv(fns, autoreset=autoreset)
+    raise ValueError(f"vectorization must be 'sync', 'async' or 'ray', got {vectorization!r}")

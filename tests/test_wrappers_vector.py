@@ -1,3 +1,5 @@
+import sys
+
 import pytest
 from flexmg.agents import RandomAgent, rollout
 from gymnasium.utils.env_checker import check_env
@@ -120,6 +122,12 @@ def test_vector_errors():
         vec.step("a", [1, "x"])
     with pytest.raises(ValueError, match="vectorization"):
         flexmg.make_vec("echo", num_envs=2, vectorization="gpu")
+
+
+def test_ray_vectorization_without_ray_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(ImportError, match=r"flexmg\[ray\]"):
+        flexmg.make_vec("echo", num_envs=2, vectorization="ray")
 
 
 def test_async_worker_error_is_reported():

@@ -584,7 +584,7 @@ class Judge:
                 continue
             if key.startswith("k:"):
                 target = kwargs.get(key[2:])
-            elif key.isdigit() and int(key) < len(args):
+            elif key.isascii() and key.isdigit() and int(key) < len(args):
                 target = args[int(key)]
             else:
                 continue

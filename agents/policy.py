@@ -148,7 +148,13 @@ def resolve_device(name: str) -> torch.device:
     """
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(
+            f"device {name!r} was asked for, but torch {torch.__version__} sees no CUDA device "
+            f"(built with CUDA {torch.version.cuda}); use device='auto' or 'cpu'"
+        )
+    return device
 
 
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:

@@ -325,3 +325,47 @@ def test_hf_path_prompt_styles_and_options(model_dir: str, tmp_path: object) -> 
     ev = gc.evaluate("solver", prompts, actions)
     ev.action_logprob.sum().backward()
     assert any(p.grad is not None for p in gc.policy_parameters("solver"))
+
+
+# --- device and dtype selection (the CUDA code paths, exercised on a CPU) ---------
+
+
+def test_device_and_dtype_selection(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flexmg.agents import policy as policy_module
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert policy_module.resolve_device("auto").type == "cuda"
+    assert policy_module.resolve_device("cuda:1") == torch.device("cuda:1")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert policy_module.resolve_dtype("auto", torch.device("cuda")) is torch.bfloat16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    assert policy_module.resolve_dtype("auto", torch.device("cuda")) is torch.float32
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert policy_module.resolve_device("auto").type == "cpu"
+    assert policy_module.resolve_dtype("auto", torch.device("cpu")) is torch.float32
+    assert policy_module.resolve_dtype("fp16", torch.device("cpu")) is torch.float16
+    with pytest.raises(RuntimeError, match="sees no CUDA device"):
+        policy_module.resolve_device("cuda")
+
+
+def test_bf16_policy_acts_evaluates_and_trains_on_cpu(model_dir: str) -> None:
+    # The dtype a CUDA run gets by default (bf16) through the same code, on a CPU.
+    pol = make(model_dir, dtype="bfloat16")
+    assert pol.dtype is torch.bfloat16
+    base = [p for n, p in pol.model.named_parameters() if "lora_" not in n]
+    assert base and all(p.dtype is torch.bfloat16 for p in base)
+    assert all(p.dtype is torch.float32 for p in pol.critic_parameters())
+    perturb(pol.policy_parameters("solver"), seed=3, scale=0.05)
+    torch.manual_seed(0)
+    batch = pol.act("solver", OBS)
+    assert batch.logprobs.dtype is torch.float32 and batch.values.dtype is torch.float32
+    assert torch.isfinite(batch.logprobs).all()
+    pol.train()
+    ev = pol.evaluate("solver", batch.prompt_ids, batch.action_ids, with_ref=True)
+    torch.testing.assert_close(ev.action_logprob.detach(), batch.logprobs, rtol=0, atol=0.05)
+    assert ev.ref_token_logprobs is not None and torch.isfinite(ev.ref_token_logprobs).all()
+    (ev.action_logprob.sum() + ev.values.pow(2).sum()).backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in pol.critic_parameters())
+    assert all(p.grad is not None for p in pol.policy_parameters("solver"))
+    assert all(p.grad is None for p in pol.policy_parameters("verifier"))
+    assert all(p.grad is None for p in base)

@@ -29,11 +29,23 @@ def _status(args: argparse.Namespace) -> int:
         for name, why in status.items():
             if name == "unsafe":
                 print(f"{name:7} works (no isolation: only when asked for by name)")
+            elif name == "local" and why is None:
+                print(f"{name:7} works ({_seccomp_state()})")
             else:
                 print(f"{name:7} {'works' if why is None else 'unavailable: ' + why}")
         auto = "docker" if status["docker"] is None else "local"
         print(f"auto    -> {auto}")
     return 0 if status["local"] is None or status["docker"] is None else 1
+
+
+def _seccomp_state() -> str:
+    import platform
+
+    from .seccomp import seccomp_enabled
+
+    if seccomp_enabled():
+        return f"seccomp filter on, {platform.machine()}"
+    return "seccomp filter OFF (FLEXMG_SANDBOX_SECCOMP=0 or no syscall table for this machine)"
 
 
 def _build(args: argparse.Namespace) -> int:

@@ -391,6 +391,16 @@ def test_cli_status_runs() -> None:
     )
     status = json.loads(out.stdout)
     assert set(status) == {"local", "docker", "unsafe"} and status["unsafe"] is None
+    if status["local"] is None:  # the text form says whether the seccomp filter is on
+        for env_value, state in (("1", "seccomp filter on"), ("0", "seccomp filter OFF")):
+            text = subprocess.run(
+                [sys.executable, "-m", "flexmg.sandboxes", "status"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env={**os.environ, "FLEXMG_SANDBOX_SECCOMP": env_value},
+            ).stdout
+            assert state in text.splitlines()[0], text
 
 
 # ---------------------------------------------------------------- CPU pinning

@@ -43,6 +43,7 @@ import sys
 import time
 import traceback
 import types
+from collections.abc import Callable
 
 MAX_FRAME = 64 << 20
 _MAX_ITEMS = 1_000_000
@@ -59,17 +60,23 @@ class NotPlainData(TypeError):
     """A value is not plain data (numbers, str, bool, None, bytes, containers of those)."""
 
 
-def encode(value: object) -> object:
+def encode(value: object, functions: list | None = None) -> object:
     """Plain data -> a JSON-able tagged form (containers become ``[tag, ...]`` lists).
+
+    With ``functions`` (the judge's side only), a callable is appended to it and
+    sent as a reference ``["F", index]``: the solution can call it back, never see it.
 
     >>> encode([1, (2, "x")])
     ['l', 1, ['t', 2, 'x']]
+    >>> fns = []
+    >>> encode([len], fns), fns == [len]
+    (['l', ['F', 0]], True)
     """
     budget = [_MAX_ITEMS]
-    return _enc(value, 0, budget)
+    return _enc(value, 0, budget, functions)
 
 
-def _enc(v: object, depth: int, budget: list[int]) -> object:
+def _enc(v: object, depth: int, budget: list[int], fns: list | None = None) -> object:
     budget[0] -= 1
     if budget[0] < 0:
         raise NotPlainData("value too large (more than 1,000,000 items)")
@@ -82,34 +89,40 @@ def _enc(v: object, depth: int, budget: list[int]) -> object:
         return ["x", hex(v)] if abs(v) >= _BIG_INT else v
     d = depth + 1
     if t is list:
-        return ["l", *(_enc(x, d, budget) for x in v)]
+        return ["l", *(_enc(x, d, budget, fns) for x in v)]
     if t is tuple:
-        return ["t", *(_enc(x, d, budget) for x in v)]
+        return ["t", *(_enc(x, d, budget, fns) for x in v)]
     if t is set:
-        return ["s", *(_enc(x, d, budget) for x in v)]
+        return ["s", *(_enc(x, d, budget, fns) for x in v)]
     if t is frozenset:
-        return ["f", *(_enc(x, d, budget) for x in v)]
+        return ["f", *(_enc(x, d, budget, fns) for x in v)]
     if t is dict:
-        return ["d", *([_enc(k, d, budget), _enc(x, d, budget)] for k, x in v.items())]
+        return ["d", *([_enc(k, d, budget, fns), _enc(x, d, budget, fns)] for k, x in v.items())]
     if t is bytes:
         return ["b", v.hex()]
     if t is bytearray:
         return ["B", v.hex()]
     if t is complex:
         return ["c", v.real, v.imag]
+    if fns is not None and callable(v):
+        fns.append(v)
+        return ["F", len(fns) - 1]
     raise NotPlainData(f"not plain data: a value of type {t.__name__}")
 
 
-def decode(obj: object) -> object:
+def decode(obj: object, function: Callable[[int], object] | None = None) -> object:
     """Inverse of :func:`encode`; raises ``ValueError`` on malformed input.
+
+    ``function(index)`` turns a function reference into a callable (the
+    runner's side only; elsewhere a reference is malformed input).
 
     >>> decode(['s', 1, 2]) == {1, 2}
     True
     """
-    return _dec(obj, 0)
+    return _dec(obj, 0, function)
 
 
-def _dec(o: object, depth: int) -> object:
+def _dec(o: object, depth: int, fn: Callable[[int], object] | None = None) -> object:
     if depth > _MAX_DEPTH + 2:
         raise ValueError("encoded value nested too deeply")
     t = type(o)
@@ -120,19 +133,19 @@ def _dec(o: object, depth: int) -> object:
     tag, rest, d = o[0], o[1:], depth + 1
     try:
         if tag == "l":
-            return [_dec(x, d) for x in rest]
+            return [_dec(x, d, fn) for x in rest]
         if tag == "t":
-            return tuple(_dec(x, d) for x in rest)
+            return tuple(_dec(x, d, fn) for x in rest)
         if tag == "s":
-            return {_dec(x, d) for x in rest}
+            return {_dec(x, d, fn) for x in rest}
         if tag == "f":
-            return frozenset(_dec(x, d) for x in rest)
+            return frozenset(_dec(x, d, fn) for x in rest)
         if tag == "d":
             out = {}
             for pair in rest:
                 if type(pair) is not list or len(pair) != 2:
                     raise ValueError("malformed dict item")
-                out[_dec(pair[0], d)] = _dec(pair[1], d)
+                out[_dec(pair[0], d, fn)] = _dec(pair[1], d, fn)
             return out
         if tag == "x" and len(rest) == 1:
             return int(rest[0], 16)
@@ -142,6 +155,8 @@ def _dec(o: object, depth: int) -> object:
             return bytearray.fromhex(rest[0])
         if tag == "c" and len(rest) == 2:
             return complex(rest[0], rest[1])
+        if tag == "F" and fn is not None and len(rest) == 1 and type(rest[0]) is int:
+            return fn(rest[0])
     except TypeError as e:  # e.g. an unhashable key
         raise ValueError(f"malformed encoded value: {e}") from None
     raise ValueError(f"malformed encoded value with tag {tag!r}")
@@ -441,45 +456,101 @@ def _runner_serve(job: dict) -> None:
         for k, v in list(ns.items())
         if isinstance(k, str) and isinstance(v, types.ModuleType)
     }
+    _SOLUTION[:] = [ns]
     _flush_stdio()
     write_frame(4, {"loaded": True, "functions": functions, "modules": modules})
     while True:
+        req = _next_frame()
+        write_frame(4, _serve_request(ns, req))
+
+
+def _next_frame() -> dict:
+    """The judge's next frame (a call, or the answer to a callback); exits when it is gone."""
+    try:
+        frame = read_frame(3)
+    except Exception:
+        frame = None
+    if not isinstance(frame, dict):
+        os._exit(0)
+    return frame
+
+
+def _serve_request(ns: dict, req: dict) -> dict:
+    """Run one call of the solution for the judge; returns the reply frame."""
+    args: list = []
+    kwargs: dict = {}
+    try:
+        fn = ns[req["fn"]]
+        args = decode(req["args"], _test_function)
+        kwargs = decode(req["kwargs"], _test_function)
+        result = fn(*args, **kwargs)
         try:
-            req = read_frame(3)
-        except Exception:
-            req = None
-        if not isinstance(req, dict):
-            os._exit(0)
-        args: list = []
-        kwargs: dict = {}
+            reply = {"ok": encode(result)}
+        except NotPlainData as e:
+            reply = {
+                "exc": "TypeError",
+                "msg": f"the solution returned a value that is not plain data ({e})",
+            }
+    except MemoryError:
+        reply = {"exc": "MemoryError", "msg": "out of memory"}
+    except BaseException as e:
         try:
-            fn = ns[req["fn"]]
-            args = decode(req["args"])
-            kwargs = decode(req["kwargs"])
-            result = fn(*args, **kwargs)
-            try:
-                reply = {"ok": encode(result)}
-            except NotPlainData as e:
-                reply = {
-                    "exc": "TypeError",
-                    "msg": f"the solution returned a value that is not plain data ({e})",
-                }
-        except MemoryError:
-            reply = {"exc": "MemoryError", "msg": "out of memory"}
-        except BaseException as e:
-            try:
-                msg = str(e)[:2000]
-            except BaseException:
-                msg = ""
-            reply = {"exc": type(e).__name__, "msg": msg}
+            msg = str(e)[:2000]
+        except BaseException:
+            msg = ""
+        reply = {"exc": type(e).__name__, "msg": msg}
+    try:
+        changed = _mutable_arguments(args, kwargs)
+    except BaseException:  # e.g. MemoryError, or a recursion in a self-containing list
+        changed = {}
+    if changed:
+        reply["mutable"] = changed
+    _flush_stdio()
+    return reply
+
+
+def _builtin_exception(name: str, msg: str) -> Exception | None:
+    """``name(msg)`` when ``name`` is a builtin exception that takes one message, else None."""
+    cls = getattr(builtins, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        return None
+    try:
+        return cls(msg)
+    except Exception:  # e.g. UnicodeDecodeError needs five arguments
+        return None
+
+
+_SOLUTION: list[dict] = []  # the loaded solution's namespace (for calls nested in callbacks)
+
+
+def _test_function(index: int) -> Callable[..., object]:
+    """A stand-in for a function the test passed: calling it asks the judge to run it."""
+
+    def call_test_function(*args: object, **kwargs: object) -> object:
         try:
-            changed = _mutable_arguments(args, kwargs)
-        except BaseException:  # e.g. MemoryError, or a recursion in a self-containing list
-            changed = {}
-        if changed:
-            reply["mutable"] = changed
+            frame = {"callback": index, "args": encode(list(args)), "kwargs": encode(dict(kwargs))}
+        except NotPlainData as e:
+            raise TypeError(
+                f"a value passed to the test's function is not plain data ({e})"
+            ) from None
         _flush_stdio()
-        write_frame(4, reply)
+        write_frame(4, frame)
+        while True:
+            reply = _next_frame()
+            if "fn" in reply:  # the test's function calls the solution in turn
+                write_frame(4, _serve_request(_SOLUTION[0], reply))
+                continue
+            break
+        if "ok" in reply:
+            return decode(reply["ok"], _test_function)
+        name, msg = str(reply.get("exc")), str(reply.get("msg", ""))
+        exc = _builtin_exception(name, msg)
+        if exc is not None:
+            raise exc
+        raise RuntimeError(f"the test's function raised {name}: {msg}")
+
+    call_test_function.__name__ = call_test_function.__qualname__ = f"test_function_{index}"
+    return call_test_function
 
 
 _MUTABLE = (list, dict, set, bytearray)
@@ -549,26 +620,54 @@ class Judge:
         self.preloaded = bool(job.get("runner_preloaded"))
 
     def call(self, name: str, args: tuple, kwargs: dict) -> object:
+        functions: list = []  # the test's functions among the arguments, sent by reference
         try:
-            payload = {"fn": name, "args": encode(list(args)), "kwargs": encode(dict(kwargs))}
+            payload = {
+                "fn": name,
+                "args": encode(list(args), functions),
+                "kwargs": encode(dict(kwargs), functions),
+            }
         except NotPlainData as e:
             raise TypeError(
                 f"the test passes a value that is not plain data to {name}: {e}"
             ) from None
         self._ensure_runner()
-        reply = self._ask(payload)
+        reply = self._ask(payload, functions)
         if "mutable" in reply:
             self._write_back(reply["mutable"], args, kwargs)
         if "ok" in reply:
             return decode(reply["ok"])
         exc_name, msg = str(reply.get("exc")), str(reply.get("msg", ""))
-        cls = getattr(builtins, exc_name, None)
-        if isinstance(cls, type) and issubclass(cls, Exception):
-            try:
-                raise cls(msg)
-            except TypeError:
-                pass
+        exc = _builtin_exception(exc_name, msg)
+        if exc is not None:
+            raise exc
         raise CandidateError(f"{exc_name}: {msg}" if msg else exc_name)
+
+    def _run_test_function(self, request: dict, functions: list) -> dict:
+        """Run a function the test passed to the solution, which called it (plain data only)."""
+        index = request.get("callback")
+        if type(index) is not int or not 0 <= index < len(functions):
+            raise self._broken()
+        try:
+            args = decode(request.get("args"))
+            kwargs = decode(request.get("kwargs"))
+        except ValueError:
+            raise self._broken() from None
+        if (
+            type(args) is not list
+            or type(kwargs) is not dict
+            or not all(type(k) is str for k in kwargs)
+        ):
+            raise self._broken()
+        try:
+            return {"ok": encode(functions[index](*args, **kwargs), functions)}
+        except NotPlainData as e:
+            msg = f"the test's function returned a value that is not plain data ({e})"
+            return {"exc": "TypeError", "msg": msg}
+        except (_TestTimeout, _RunnerDied):
+            raise
+        except Exception as e:
+            return {"exc": type(e).__name__, "msg": str(e)[:2000]}
 
     def _broken(self) -> _RunnerDied:
         """Kill the runner that broke the protocol; returns the exception to raise."""
@@ -600,10 +699,14 @@ class Judge:
                 target.clear()
                 target.update(value)
 
-    def _ask(self, payload: dict) -> dict:
+    def _ask(self, payload: dict, functions: list | None = None) -> dict:
         try:
             write_frame(self.wfd, payload)
             reply = read_frame(self.rfd, self.test_deadline)
+            while isinstance(reply, dict) and "callback" in reply:
+                answer = self._run_test_function(reply, functions or [])
+                write_frame(self.wfd, answer)
+                reply = read_frame(self.rfd, self.test_deadline)
         except FrameTimeout:
             self._kill_runner()
             raise _TestTimeout() from None

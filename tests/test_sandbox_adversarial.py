@@ -459,6 +459,33 @@ def test_forged_argument_write_back_is_a_crash(sb: Sandbox, backend: str, truste
 
 
 @BOTH_JUDGES
+def test_forged_callbacks_are_a_crash(sb: Sandbox, backend: str, trusted: bool) -> None:
+    # The solution asks the judge to run functions it was never given, or sends
+    # malformed arguments: the runner is treated as broken; the judge never crashes.
+    code = (
+        "import json, os, struct\n"
+        "def f(g, k):\n"
+        "    bad = ({'callback': 5, 'args': ['l'], 'kwargs': ['d']},\n"
+        "           {'callback': 0, 'args': ['zz'], 'kwargs': ['d']},\n"
+        "           {'callback': '0', 'args': ['l'], 'kwargs': ['d']},\n"
+        "           {'callback': 0, 'args': ['l', ['F', 0]], 'kwargs': ['d']})[k]\n"
+        "    data = json.dumps(bad).encode()\n"
+        "    os.write(4, struct.pack('>I', len(data)) + data)\n"
+        "    os.read(3, 1 << 20)\n"
+        "    return 1\n"
+        "def spin(g):\n"
+        "    while True:\n"
+        "        g(1)\n"
+    )
+    tests = [f"assert f(len, {k}) == 1" for k in range(4)] + ["spin(abs)"]
+    rep = sb.run_tests(code, tests, trusted_tests=trusted)
+    assert rep.passed == 0 and rep.total == 5, rep
+    assert {r.status for r in rep.results[:4]} <= {"crash", "error"}, rep
+    assert rep.results[4].status == "timeout", rep
+    assert sb.run("print(4)").stdout == "4\n"
+
+
+@BOTH_JUDGES
 def test_eq_spoofing_fails(sb: Sandbox, backend: str, trusted: bool) -> None:
     code = """
 class Anything:

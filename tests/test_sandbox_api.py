@@ -282,6 +282,41 @@ def test_run_tests_exceptions_keep_their_type(sb: Sandbox) -> None:
     assert rep.passed == 2, rep
 
 
+def test_run_tests_solution_type_errors_keep_their_type(sb: Sandbox) -> None:
+    code = "def f(x):\n    return x + 1\n"
+    test = "try:\n    f(None)\n    assert False\nexcept TypeError as e:\n    assert 'NoneType' in str(e)"
+    rep = sb.run_tests(code, [test, "assert f(1) == 2"])
+    assert rep.passed == 2, rep
+
+
+def test_run_tests_can_pass_functions_to_the_solution(sb: Sandbox) -> None:
+    # A test's function goes to the solution by reference; the solution calls it back
+    # and it runs on the judge's side, with plain data in and out.
+    code = (
+        "def apply_twice(f, x):\n    return f(f(x))\n"
+        "def sort_by(xs, key=None):\n    return sorted(xs, key=key)\n"
+        "def safe(f, x):\n    try:\n        return f(x)\n    except ZeroDivisionError:\n"
+        "        return 'div'\n"
+        "def helper(x):\n    return x * 10\n"
+        "def give_back(f):\n    return f\n"
+        "def pass_own(f):\n    return f(helper)\n"
+    )
+    tests = [
+        "assert apply_twice(lambda x: x + 1, 3) == 5",
+        "assert sort_by(['bb', 'a', 'ccc'], key=len) == ['a', 'bb', 'ccc']",
+        "assert safe(lambda x: 1 / x, 0) == 'div'",  # the test's exception reaches the solution
+        "assert apply_twice(lambda x: helper(x), 2) == 200",  # the callback calls the solution
+        "assert apply_twice(int, '7') == 7",
+        "give_back(len)",  # a function is not plain data on the way back
+        "assert pass_own(lambda g: 1) == 1",  # nor is the solution's own function
+        "assert apply_twice(lambda x: 1, 0) == 2",  # a wrong test still fails
+    ]
+    rep = sb.run_tests(code, tests)
+    assert [r.passed for r in rep.results] == [True] * 5 + [False] * 3, rep
+    assert "not plain data" in rep.results[5].message
+    assert "not plain data" in rep.results[6].message
+
+
 def test_run_tests_load_failures(sb: Sandbox) -> None:
     rep = sb.run_tests("def f(:\n", ["assert f() == 1"])
     assert (rep.status, rep.passed, rep.total) == ("error", 0, 1)

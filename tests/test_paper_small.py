@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "paper_small.py"
+from helpers import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def paper_small():
-    spec = importlib.util.spec_from_file_location("paper_small", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules["paper_small"] = module  # dataclasses look their module up here
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["paper_small"]
-    return module
+    return load_benchmark("paper_small")
 
 
 def test_run_states(paper_small, tmp_path: Path) -> None:

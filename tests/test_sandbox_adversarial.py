@@ -19,6 +19,7 @@ import pytest
 from flexmg.sandboxes import Sandbox
 from flexmg.sandboxes.seccomp import seccomp_enabled
 from flexmg.sandboxes.testing import backend_params, open_sandbox
+from helpers import FORGE_FRAME
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT = 2.0
@@ -443,12 +444,9 @@ def test_os_exit_before_tests_scores_zero(sb: Sandbox, backend: str, trusted: bo
 def test_forged_argument_write_back_is_a_crash(sb: Sandbox, backend: str, trusted: bool) -> None:
     # The solution writes its own reply frame (fd 4) with a malformed write-back of
     # the arguments: the judge treats the runner as broken, never crashes or passes.
-    code = (
-        "import json, os, struct\n"
+    code = FORGE_FRAME + (
         "def f(xs):\n"
-        "    bad = ({'0': ['zz']}, [1], {'0': ['l', ['q']]})[xs[0]]\n"
-        "    data = json.dumps({'ok': 1, 'mutable': bad}).encode()\n"
-        "    os.write(4, struct.pack('>I', len(data)) + data)\n"
+        "    forge({'ok': 1, 'mutable': ({'0': ['zz']}, [1], {'0': ['l', ['q']]})[xs[0]]})\n"
         "    os._exit(0)\n"
     )
     tests = [f"xs = [{i}]\nassert f(xs) == 1" for i in range(3)]
@@ -462,15 +460,12 @@ def test_forged_argument_write_back_is_a_crash(sb: Sandbox, backend: str, truste
 def test_forged_callbacks_are_a_crash(sb: Sandbox, backend: str, trusted: bool) -> None:
     # The solution asks the judge to run functions it was never given, or sends
     # malformed arguments: the runner is treated as broken; the judge never crashes.
-    code = (
-        "import json, os, struct\n"
+    code = FORGE_FRAME + (
         "def f(g, k):\n"
-        "    bad = ({'callback': 5, 'args': ['l'], 'kwargs': ['d']},\n"
+        "    forge(({'callback': 5, 'args': ['l'], 'kwargs': ['d']},\n"
         "           {'callback': 0, 'args': ['zz'], 'kwargs': ['d']},\n"
         "           {'callback': '0', 'args': ['l'], 'kwargs': ['d']},\n"
-        "           {'callback': 0, 'args': ['l', ['F', 0]], 'kwargs': ['d']})[k]\n"
-        "    data = json.dumps(bad).encode()\n"
-        "    os.write(4, struct.pack('>I', len(data)) + data)\n"
+        "           {'callback': 0, 'args': ['l', ['F', 0]], 'kwargs': ['d']})[k])\n"
         "    os.read(3, 1 << 20)\n"
         "    return 1\n"
         "def spin(g):\n"

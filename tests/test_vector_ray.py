@@ -7,6 +7,7 @@ from functools import partial
 from typing import Any
 
 import pytest
+from helpers import assert_judged_in_parallel
 
 import flexmg
 from flexmg.vector import SyncVectorEnv, WorkerError
@@ -76,9 +77,7 @@ def test_ray_envs_judge_in_parallel() -> None:
         metrics = [e.metrics for e in vec.episodes()]
     finally:
         vec.close()
-    assert len({m["pid"] for m in metrics}) == 3
-    spans = [m["span"] for m in metrics]
-    assert max(s for s, _ in spans) < min(e for _, e in spans), "the judgements did not overlap"
+    assert_judged_in_parallel(metrics)
 
 
 def test_ray_errors_are_clear() -> None:

@@ -3,6 +3,7 @@ import sys
 import pytest
 from flexmg.agents import RandomAgent, rollout
 from gymnasium.utils.env_checker import check_env
+from helpers import assert_judged_in_parallel
 from pettingzoo.test import parallel_api_test
 
 import flexmg
@@ -172,8 +173,4 @@ def test_async_vector_env_judges_in_parallel_processes():
         metrics = [e.metrics for e in vec.episodes()]
     finally:
         vec.close()
-    assert len({m["pid"] for m in metrics}) == 3
-    spans = [m["span"] for m in metrics]
-    latest_start = max(s for s, _ in spans)
-    earliest_end = min(e for _, e in spans)
-    assert latest_start < earliest_end, "the three judgements did not overlap in time"
+    assert_judged_in_parallel(metrics)

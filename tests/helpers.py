@@ -1,0 +1,42 @@
+"""Helpers shared by several test modules (plain functions, not fixtures)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+# Solution code that writes a reply frame of its own on the runner's reply pipe (fd 4),
+# as a hostile solution can: `forge(obj)` sends `obj` as if it were the runner's answer.
+FORGE_FRAME = (
+    "import json, os, struct\n"
+    "def forge(obj):\n"
+    "    data = json.dumps(obj).encode()\n"
+    "    os.write(4, struct.pack('>I', len(data)) + data)\n"
+)
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """Import ``benchmarks/<name>.py`` as a module (the folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up here
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
+    return module
+
+
+def assert_judged_in_parallel(metrics: list[dict[str, Any]]) -> None:
+    """Episodes of a slow-judging env ran in distinct processes, overlapping in time."""
+    assert len({m["pid"] for m in metrics}) == len(metrics), metrics
+    spans = [m["span"] for m in metrics]
+    latest_start = max(s for s, _ in spans)
+    earliest_end = min(e for _, e in spans)
+    assert latest_start < earliest_end, "the judgements did not overlap in time"

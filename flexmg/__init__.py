@@ -55,8 +55,8 @@ def make_vec(env_id: str, num_envs: int, vectorization: str = "sync", **kwargs):
 
     ``vectorization`` is ``"sync"`` (one process), ``"async"`` (one worker
     process per env: rewards such as sandboxed tests are computed in parallel)
-    or ``"ray"`` (one Ray actor per env, on one machine or a Ray cluster; needs
-    ``pip install 'flexmg[ray]'``).
+    or ``"ray"`` (the envs spread over Ray actors, by default one per CPU of
+    the Ray cluster; needs ``pip install 'flexmg[ray]'``).
 
     >>> import flexmg
     >>> vec = flexmg.make_vec("echo", num_envs=2)

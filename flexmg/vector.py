@@ -17,7 +17,7 @@ in ``finished`` (read them with ``pop_finished()``).
 ``SyncVectorEnv`` steps envs in this process; ``AsyncVectorEnv`` keeps each
 env in a worker process, so reward computation (sandboxed tests, grading)
 runs in parallel across envs; ``RayVectorEnv`` (:mod:`flexmg.vector_ray`,
-``vectorization="ray"``) keeps each env in a Ray actor, on one machine or a
+``vectorization="ray"``) spreads the envs over Ray actors, on one machine or a
 cluster.
 
 Example:

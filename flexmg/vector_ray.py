@@ -2,8 +2,9 @@
 
 Same lockstep-per-role API as :class:`~flexmg.vector.SyncVectorEnv` and
 :class:`~flexmg.vector.AsyncVectorEnv` (``next_role`` / ``observe`` / ``step``),
-but each env is a Ray actor, so reward computation (sandboxed tests, grading)
-runs on whatever machines the Ray cluster has. Call ``ray.init(address=...)``
+but the envs live in Ray actors (by default one per CPU of the cluster), so
+reward computation (sandboxed tests, grading) runs on whatever machines the
+Ray cluster has. Call ``ray.init(address=...)``
 first to join a cluster; without it Ray starts a local instance on first use.
 Ray is an optional dependency: ``pip install 'flexmg[ray]'``.
 

@@ -33,6 +33,18 @@ def load_benchmark(name: str) -> ModuleType:
     return module
 
 
+def assert_vector_judges_in_parallel(vec: Any) -> None:
+    """One round of a vector env of slow-judging envs (role "a", metrics "pid" and
+    "span"): the judgements ran in distinct processes, overlapping in time. Closes ``vec``."""
+    try:
+        vec.reset(seed=0)
+        vec.step("a", ["x"] * vec.num_envs)
+        metrics = [e.metrics for e in vec.episodes()]
+    finally:
+        vec.close()
+    assert_judged_in_parallel(metrics)
+
+
 def assert_judged_in_parallel(metrics: list[dict[str, Any]]) -> None:
     """Episodes of a slow-judging env ran in distinct processes, overlapping in time."""
     assert len({m["pid"] for m in metrics}) == len(metrics), metrics

@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any
 
 import pytest
-from helpers import assert_judged_in_parallel
+from helpers import assert_vector_judges_in_parallel
 
 import flexmg
 from flexmg.vector import SyncVectorEnv, WorkerError
@@ -71,13 +71,7 @@ def test_ray_envs_judge_in_parallel() -> None:
         return wf()
 
     vec = RayVectorEnv([slow_env for _ in range(3)], num_actors=3)
-    try:
-        vec.reset(seed=0)
-        vec.step("a", ["x", "x", "x"])
-        metrics = [e.metrics for e in vec.episodes()]
-    finally:
-        vec.close()
-    assert_judged_in_parallel(metrics)
+    assert_vector_judges_in_parallel(vec)
 
 
 def test_ray_errors_are_clear() -> None:

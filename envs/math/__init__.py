@@ -12,16 +12,20 @@ from __future__ import annotations
 from .boxed import extract_boxed
 from .generators import GENERATORS
 from .grader import REASONS, GradeResult, configure, grade, grade_detailed, shutdown
+from .settings import DATASET_DEFAULTS, GradingSettings, settings_for_task
 from .sources import make_math_source
 
 __all__ = [
+    "DATASET_DEFAULTS",
     "GENERATORS",
     "REASONS",
     "GradeResult",
+    "GradingSettings",
     "configure",
     "extract_boxed",
     "grade",
     "grade_detailed",
     "make_math_source",
+    "settings_for_task",
     "shutdown",
 ]

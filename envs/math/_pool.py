@@ -2,11 +2,22 @@
 
 Design: one *zygote* process (``python -c`` with only sympy and math-verify
 imported, never flexmg or the caller's ``__main__``) forks workers on request.
-Each call takes an idle worker, sends it ``(content, gold, soft_deadline)``
-and waits at most until the hard deadline. The worker's own SIGALRM stops most
-overruns cleanly; if it is stuck in C code (a huge integer power) the pool
-SIGKILLs it and forks a replacement in milliseconds. Safe to call from any
-thread; a forked copy of the caller starts its own pool. Closed at exit.
+Each call takes an idle worker and sends it ``(content, gold, cpu_budget,
+options)``.
+
+Deadlines count the worker's **CPU time**, so a machine busy with other work
+slows a comparison down without failing it:
+
+* the worker's own ``ITIMER_PROF`` stops a comparison that used its CPU
+  budget (clean, most cases);
+* the pool watches the worker's CPU time (``/proc/<pid>/stat``) and SIGKILLs
+  a worker stuck in C code (a huge integer power) once it is past the budget;
+* a wall-clock bound of :data:`WALL_FACTOR` times the budget ends any call
+  however starved the worker is (and is the only bound where ``/proc`` is
+  missing).
+
+A killed worker is replaced in milliseconds. Safe to call from any thread; a
+forked copy of the caller starts its own pool. Closed at exit.
 
 Example:
     >>> pool = GraderPool(workers=1)
@@ -49,8 +60,13 @@ BOOT = (
 )
 
 STARTUP_TIMEOUT_S = 120.0  # first start imports sympy; slow, shared CI machines
-_SOFT_FRACTION = 0.8  # the worker's own alarm fires at 80% of the deadline
+WALL_FACTOR = 4.0  # wall-clock bound of a call, in multiples of its CPU budget
+_SOFT_FRACTION = 1.0  # the worker's own CPU timer fires at this share of the budget
+_CPU_GRACE_S = 0.1  # CPU time past the budget before the pool kills a stuck worker
+_POLL_S = 0.02  # how often the pool looks at a busy worker's CPU time
 _MARGIN_S = 0.005  # time kept for killing and answering after the hard deadline
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+DEFAULT_OPTIONS = (6, False, True, "strip")  # GradingSettings().key()
 
 
 @dataclass
@@ -195,11 +211,21 @@ class GraderPool:
             self._stop_zygote()
 
     # ------------------------------------------------------------------ grading
-    def grade(self, content: str, gold: str, timeout: float) -> Verdict:
-        """Grade one boxed answer; always returns within about ``timeout`` seconds.
+    def grade(
+        self,
+        content: str,
+        gold: str,
+        timeout: float,
+        options: tuple[int, bool, bool, str] = DEFAULT_OPTIONS,
+        wall_deadline: float | None = None,
+    ) -> Verdict:
+        """Grade one boxed answer with ``timeout`` seconds of worker CPU time.
 
-        Waiting for a free worker (when more threads call than there are
-        workers) does not count against the deadline; grading does.
+        Returns within ``WALL_FACTOR * timeout`` seconds of wall-clock time (or
+        by ``wall_deadline``, a ``time.monotonic()`` instant, if earlier),
+        however busy the machine is. Waiting for a free worker (when more
+        threads call than there are workers) does not count; grading does.
+        ``options`` is :meth:`GradingSettings.key`.
         """
         if os.getpid() != self._owner_pid:
             raise RuntimeError("GraderPool used from a forked child; create a new pool there")
@@ -207,14 +233,19 @@ class GraderPool:
             self.start()
         worker = self._idle.get()
         self.calls += 1
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout * WALL_FACTOR
+        if wall_deadline is not None:
+            deadline = min(deadline, wall_deadline)
         try:
-            worker.conn.send((content, gold, timeout * _SOFT_FRACTION))
-            if worker.conn.poll(max(0.0, deadline - time.monotonic() - _MARGIN_S)):
+            cpu_start = _cpu_seconds(worker.pid)
+            worker.conn.send((content, gold, timeout * _SOFT_FRACTION, options))
+            overrun = self._wait(worker, timeout, deadline, cpu_start)
+            if overrun is None:
                 score, reason, detail, alive = worker.conn.recv()
             else:
                 self._replace(worker)
-                return 0.0, "timeout", f"grading exceeded {timeout:.3f}s; worker killed"
+                return 0.0, "timeout", overrun
         except (EOFError, OSError) as exc:
             self._replace(worker)
             return 0.0, "error", f"grading worker died ({type(exc).__name__})"
@@ -223,6 +254,35 @@ class GraderPool:
         else:  # the worker exits by itself after an interrupted computation
             self._replace(worker, kill=False)
         return float(score), str(reason), str(detail)
+
+    def _wait(
+        self, worker: _Worker, budget: float, deadline: float, cpu_start: float | None
+    ) -> str | None:
+        """Wait for the worker's reply: None when it came, else why the worker must die."""
+        while True:
+            left = deadline - time.monotonic() - _MARGIN_S
+            if worker.conn.poll(max(0.0, min(left, _POLL_S))):
+                return None
+            now = _cpu_seconds(worker.pid)
+            used = None if now is None or cpu_start is None else now - cpu_start
+            if used is not None and used > budget + _CPU_GRACE_S:
+                return f"grading used over {budget:.3f}s of CPU time; worker killed"
+            if left <= 0:
+                spent = "unknown" if used is None else f"{used:.2f}s"
+                return (
+                    f"no verdict by the wall-clock bound (CPU time used: {spent} of "
+                    f"{budget:.3f}s; the machine is overloaded); worker killed"
+                )
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process, from ``/proc`` (None where unavailable)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _kill(worker: _Worker, sig: int | None = signal.SIGKILL) -> None:

@@ -1,4 +1,4 @@
-"""The grading worker: math-verify under a signal deadline, plus its zygote.
+"""The grading worker: math-verify under a CPU-time deadline, plus its zygote.
 
 This file runs in three places:
 
@@ -7,7 +7,9 @@ This file runs in three places:
   processes never import flexmg, gymnasium or torch, nor the user's
   ``__main__`` (no ``if __name__ == "__main__"`` guard needed anywhere);
 * in each worker, forked from the zygote, in its main thread, where
-  ``signal.setitimer`` deadlines work.
+  ``signal.setitimer`` deadlines work. The deadline counts the worker's own
+  CPU time (``ITIMER_PROF``), so a busy machine slows grading down but does
+  not turn a legitimate comparison into a timeout.
 
 The zygote imports sympy and math-verify once and warms them up; forking a
 worker from it takes milliseconds, so a worker that overruns is simply
@@ -31,6 +33,7 @@ import math_verify.grader
 import math_verify.parser
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from sympy import Basic
+from sympy.matrices import MatrixBase
 
 if __package__:
     from .strict import numbers_agree
@@ -56,6 +59,9 @@ _CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()
 MEMORY_LIMIT_BYTES = 3 * 1024**3
 
 Verdict = tuple[float, str, str]  # (score, reason, detail)
+# (precision, set_relations, strict_variables, units): GradingSettings.key()
+Options = tuple[int, bool, bool, str]
+DEFAULT_OPTIONS: Options = (6, False, True, "strip")
 
 
 class _Deadline(BaseException):
@@ -72,22 +78,39 @@ def _parse_pred(content: str) -> list[Any]:
     return parse("\\boxed{" + content + "}", list(_CONFIG), parsing_timeout=None)  # type: ignore[arg-type]
 
 
-def verify_boxed(content: str, gold: str) -> Verdict:
+def _is_math(obj: object) -> bool:
+    return isinstance(obj, (Basic, MatrixBase))
+
+
+def verify_boxed(content: str, gold: str, options: Options = DEFAULT_OPTIONS) -> Verdict:
     """Grade one boxed answer against a gold answer (no deadline; see the pool).
+
+    ``options`` is :meth:`GradingSettings.key` (precision, set relations,
+    strict variables, units policy; the last is applied before this call).
 
     >>> verify_boxed("\\\\frac{6}{8}", "0.75")[:2]
     (1.0, 'correct')
     >>> verify_boxed("0.1234567", "0.1234571")[:2]
     (0.0, 'wrong')
+    >>> verify_boxed("0.33", "\\\\frac{1}{3}", (2, False, True, "strip"))[:2]
+    (1.0, 'correct')
     """
+    precision, set_relations, strict_variables, _units = options
     gold_parsed = _parse_gold(gold)
     if not gold_parsed:
         return 0.0, "gold_unparseable", f"math-verify could not parse the gold answer {gold!r}"
     pred_parsed = _parse_pred(content)
     if not pred_parsed:
         return 0.0, "unparseable", "math-verify extracted nothing from the box"
-    if not verify(gold_parsed, pred_parsed, timeout_seconds=None):
-        if not any(isinstance(p, Basic) for p in pred_parsed):
+    if not verify(
+        gold_parsed,
+        pred_parsed,
+        float_rounding=precision,
+        strict=strict_variables,
+        allow_set_relation_comp=set_relations,
+        timeout_seconds=None,
+    ):
+        if not any(_is_math(p) for p in pred_parsed):
             return 0.0, "unparseable", "the boxed answer is not valid math"
         return 0.0, "wrong", ""
     gold_exprs = [g for g in gold_parsed if isinstance(g, Basic)]
@@ -97,15 +120,15 @@ def verify_boxed(content: str, gold: str) -> Verdict:
     return 1.0, "correct", ""
 
 
-def _on_alarm(signum: int, frame: object) -> None:
+def _on_alarm(signum: int, frame: object) -> None:  # SIGPROF: the CPU budget is spent
     raise _Deadline()
 
 
 def _serve(fd: int) -> None:
-    """Worker loop: receive (content, gold, seconds), reply with a verdict."""
+    """Worker loop: receive (content, gold, cpu_seconds, options), reply with a verdict."""
     from multiprocessing.connection import Connection
 
-    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGPROF, _on_alarm)
     try:
         import resource
 
@@ -115,18 +138,20 @@ def _serve(fd: int) -> None:
     conn = Connection(fd)
     while True:
         try:
-            content, gold, seconds = conn.recv()
+            content, gold, seconds, options = conn.recv()
         except (EOFError, OSError):
             return  # the parent closed its end or died: exit quietly
         expired = False
         try:
-            signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+            # ITIMER_PROF counts this process's CPU time (user + system).
+            signal.setitimer(signal.ITIMER_PROF, max(seconds, 0.001))
             try:
-                verdict: Verdict = verify_boxed(content, gold)
+                verdict: Verdict = verify_boxed(content, gold, options)
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
         except _Deadline:
-            verdict, expired = (0.0, "timeout", f"grading exceeded {seconds:.3f}s"), True
+            verdict = (0.0, "timeout", f"grading used over {seconds:.3f}s of CPU time")
+            expired = True
         except MemoryError:
             verdict, expired = (0.0, "error", "out of memory while grading"), True
         except BaseException as exc:  # noqa: BLE001 - hostile input may raise anything

@@ -1,11 +1,15 @@
 """Grade a completion's ``\\boxed{}`` answer against a gold answer.
 
 Only answers inside ``\\boxed{...}`` count. No box, or several *distinct*
-boxes, scores 0.0 and is flagged as a format error. Equivalence is decided by
+boxes, scores 0.0 and is flagged as a format error. Both sides are first
+normalised (:mod:`flexmg.envs.math.normalize`: thousands separators, a
+trailing period, units, mixed numbers). Equivalence is then decided by
 math-verify (with a stricter numeric check, see :mod:`flexmg.envs.math.strict`)
-in worker processes with a hard deadline per call (see
+in worker processes under a CPU-time deadline per call (see
 :mod:`flexmg.envs.math._pool`); trivial cases (identical text, two integers)
-are answered in-process. Verdicts are cached (LRU), so are parsed gold answers.
+are answered in-process. How lenient the comparison is comes from
+:class:`~flexmg.envs.math.settings.GradingSettings`, per task or dataset.
+Verdicts are cached (LRU), so are parsed gold answers.
 
 Example:
     >>> grade(r"7 + 5 = \\boxed{12}", "12")
@@ -13,6 +17,8 @@ Example:
     >>> r = grade_detailed(r"\\boxed{3} or \\boxed{4}", "3")
     >>> (r.score, r.format_error, r.reason)
     (0.0, True, 'multiple_boxed')
+    >>> grade(r"\\boxed{0.33}", r"\\frac{1}{3}", settings={"precision": 2})
+    1.0
 """
 
 from __future__ import annotations
@@ -23,11 +29,15 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
-from ._pool import GraderPool
+from ._pool import WALL_FACTOR, GraderPool
 from .boxed import canonical_box, extract_boxed, sanitize
+from .normalize import normalize_answer
+from .settings import GradingSettings, coerce_settings
 
 MAX_BOX_CHARS = 1000  # a final answer longer than this is not an answer
 MAX_DISTINCT_BOXES = 4  # more differently-written boxes than this: a format error
@@ -69,22 +79,25 @@ class GradeResult:
     detail: str = ""
 
 
+_CacheKey = tuple[str, str, tuple[int, bool, bool, str]]  # (gold, answer, settings key)
+
+
 class _VerdictCache:
-    """A thread-safe LRU of (gold, answer) -> (score, reason, detail)."""
+    """A thread-safe LRU of (gold, answer, settings) -> (score, reason, detail)."""
 
     def __init__(self, size: int) -> None:
-        self._data: OrderedDict[tuple[str, str], tuple[float, str, str]] = OrderedDict()
+        self._data: OrderedDict[_CacheKey, tuple[float, str, str]] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str]) -> tuple[float, str, str] | None:
+    def get(self, key: _CacheKey) -> tuple[float, str, str] | None:
         with self._lock:
             value = self._data.get(key)
             if value is not None:
                 self._data.move_to_end(key)
             return value
 
-    def put(self, key: tuple[str, str], value: tuple[float, str, str]) -> None:
+    def put(self, key: _CacheKey, value: tuple[float, str, str]) -> None:
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)
@@ -155,19 +168,31 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @lru_cache(maxsize=8192)
-def _clean_gold(gold: str) -> str:
+def _clean_gold(gold: str, units: str = "strip") -> str:
     text = sanitize(gold).strip().strip("$").strip()
     boxes = extract_boxed(text)
     if len(boxes) == 1 and text.startswith(("\\boxed", "\\fbox")):
         text = boxes[0].strip()
-    return text
+    return normalize_answer(text, units) if text else text
 
 
-def grade_detailed(completion: str, gold: str, timeout: float = 1.0) -> GradeResult:
+def grade_detailed(
+    completion: str,
+    gold: str,
+    timeout: float = 1.0,
+    settings: GradingSettings | Mapping[str, Any] | None = None,
+) -> GradeResult:
     """Grade ``completion`` against ``gold`` and say why.
 
+    ``timeout`` is the CPU time (seconds) one comparison may use in the
+    grading worker: a busy machine does not turn a slow but legitimate
+    comparison into a timeout. Whatever the load, the call returns within
+    about ``WALL_FACTOR * timeout`` seconds (4 s for the default 1 s).
+    ``settings`` (a :class:`GradingSettings` or a dict of its fields; default
+    ``GradingSettings()``) says how lenient the comparison is.
+
     Never raises on any completion text; raises TypeError/ValueError on
-    programmer errors (non-str arguments, empty gold, bad timeout).
+    programmer errors (non-str arguments, empty gold, bad timeout, bad settings).
 
     >>> grade_detailed(r"\\boxed{\\frac{1}{2^{99}}}", r"\\frac{1}{2^{98}}").reason
     'wrong'
@@ -180,11 +205,12 @@ def grade_detailed(completion: str, gold: str, timeout: float = 1.0) -> GradeRes
         raise TypeError(f"gold must be a str (e.g. '12' or '\\\\frac{{3}}{{4}}'), got {gold!r}")
     if not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    gold_clean = _clean_gold(gold)
+    options = coerce_settings(settings)
+    gold_clean = _clean_gold(gold, options.units)
     if not gold_clean:
         raise ValueError(f"gold answer is empty ({gold!r}); every math task needs one")
 
-    deadline = time.monotonic() + timeout
+    wall = _WallBound(timeout * WALL_FACTOR)
     boxes = extract_boxed(completion)
     if not boxes:
         return GradeResult(0.0, True, "no_boxed", None, "no complete \\boxed{...} found")
@@ -192,7 +218,7 @@ def grade_detailed(completion: str, gold: str, timeout: float = 1.0) -> GradeRes
         return GradeResult(0.0, True, "too_long", None, f"boxed answer over {MAX_BOX_CHARS} chars")
     unique: dict[str, str] = {}  # canonical form -> cleaned content, last box last
     for raw in boxes:
-        content = _clean_box(raw)
+        content = _clean_box(raw, options.units)
         unique.pop(canonical_box(content), None)
         unique[canonical_box(content)] = content
     contents = list(unique.values())
@@ -209,12 +235,12 @@ def grade_detailed(completion: str, gold: str, timeout: float = 1.0) -> GradeRes
         if len(contents) > MAX_DISTINCT_BOXES or not all(contents):
             return _multiple(len(contents))
         for other in contents[:-1]:
-            verdict = _equivalent(other, content, deadline - time.monotonic())
+            verdict = _equivalent(other, content, timeout, wall, options)
             if verdict[1] == "timeout":
                 return GradeResult(0.0, False, "timeout", content, verdict[2])
             if verdict[0] != 1.0:
                 return _multiple(len(contents))
-    score, reason, detail = _equivalent(content, gold_clean, deadline - time.monotonic())
+    score, reason, detail = _equivalent(content, gold_clean, timeout, wall, options)
     return GradeResult(score, False, reason, content, detail)
 
 
@@ -222,40 +248,67 @@ def _multiple(count: int) -> GradeResult:
     return GradeResult(0.0, True, "multiple_boxed", None, f"{count} different boxed answers")
 
 
-def _clean_box(raw: str) -> str:
-    """Sanitized, stripped box content, with redundant nested boxes removed."""
+def _clean_box(raw: str, units: str) -> str:
+    """Sanitized, normalised box content, with redundant nested boxes removed."""
     content = sanitize(raw).strip()
     while content.startswith(("\\boxed", "\\fbox")) and len(content) <= MAX_BOX_CHARS:
         inner = extract_boxed(content)  # \boxed{\boxed{5}} -> 5
         if len(inner) != 1 or content[content.find("{") + 1 :] != inner[0] + "}":
             break
         content = inner[0].strip()
-    return content
+    if len(content) > MAX_BOX_CHARS:
+        return content  # reported as too long; not worth normalising
+    return normalize_answer(content, units) if content else content
 
 
-def _equivalent(content: str, gold: str, seconds: float) -> tuple[float, str, str]:
+@dataclass
+class _WallBound:
+    """The wall-clock bound of one grading call; it starts at the first worker call
+    (so that starting the worker pool, once per process, does not count)."""
+
+    seconds: float
+    deadline: float | None = None
+
+    def start(self) -> float:
+        """The bound's ``time.monotonic()`` deadline (set on first use)."""
+        if self.deadline is None:
+            self.deadline = time.monotonic() + self.seconds
+        return self.deadline
+
+
+def _equivalent(
+    content: str, gold: str, cpu_seconds: float, wall: _WallBound, options: GradingSettings
+) -> tuple[float, str, str]:
     """(score, reason, detail) of a cleaned answer against a cleaned gold."""
     # In-process fast paths that math-verify decides the same way.
     if content == gold:
         return 1.0, "correct", ""
     if _INTEGER.fullmatch(content) and _INTEGER.fullmatch(gold):
         return (1.0, "correct", "") if int(content) == int(gold) else (0.0, "wrong", "")
-    key = (gold, content)
+    key = (gold, content, options.key())
     cached = _cache.get(key)
     if cached is not None:
         return cached
-    if seconds <= _MIN_SECONDS:
+    pool = get_pool()
+    pool.start()  # idempotent; the first start (imports sympy) is not grading time
+    wall_deadline = wall.start()
+    if wall_deadline - time.monotonic() <= _MIN_SECONDS:
         return 0.0, "timeout", "no time left in the grading deadline"
-    verdict = get_pool().grade(content, gold, seconds)
+    verdict = pool.grade(content, gold, cpu_seconds, options.key(), wall_deadline)
     if verdict[1] not in ("timeout", "error"):
         _cache.put(key, verdict)
     return verdict
 
 
-def grade(completion: str, gold: str, timeout: float = 1.0) -> float:
+def grade(
+    completion: str,
+    gold: str,
+    timeout: float = 1.0,
+    settings: GradingSettings | Mapping[str, Any] | None = None,
+) -> float:
     """1.0 if the completion's single boxed answer equals ``gold``, else 0.0.
 
     >>> grade(r"\\boxed{0.5}", r"\\frac{1}{2}")
     1.0
     """
-    return grade_detailed(completion, gold, timeout).score
+    return grade_detailed(completion, gold, timeout, settings).score

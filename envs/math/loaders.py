@@ -12,10 +12,15 @@ Files: ``.jsonl``, ``.json`` (a list of records, or ``{"data": [...]}``), their
 ``<name>/<record id>`` where the record id is ``unique_id``/``id`` when
 present, else the line number, so the train/eval split is stable.
 
+Each task's ``meta["grading"]`` holds the grading settings of its format
+(:data:`flexmg.envs.math.settings.DATASET_DEFAULTS`, as a dict); pass
+``grading=`` to :func:`records_to_tasks` (or a ``grading`` key in a record)
+to override them.
+
 Example:
     >>> tasks = records_to_tasks([{"question": "1+1?", "answer": "So 2.\\n#### 2"}], "toy")
-    >>> tasks[0].answer, tasks[0].meta["format"]
-    ('2', 'gsm8k')
+    >>> tasks[0].answer, tasks[0].meta["format"], tasks[0].meta["grading"]["units"]
+    ('2', 'gsm8k', 'strip')
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 from flexmg.tasks import Task
 
 from .boxed import extract_boxed
+from .settings import DATASET_DEFAULTS, GradingSettings, coerce_settings
 
 FORMATS = ("gsm8k", "math", "plain")
 FILE_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz", ".parquet")
@@ -62,12 +68,31 @@ def gsm8k_final_answer(answer: str) -> str:
     return final.replace(",", "").replace("$", "").strip()
 
 
-def record_to_task(record: Mapping[str, Any], name: str, position: int) -> Task:
-    """Convert one record; ``position`` is its index in the file (the fallback id)."""
+def record_to_task(
+    record: Mapping[str, Any],
+    name: str,
+    position: int,
+    grading: GradingSettings | Mapping[str, Any] | None = None,
+) -> Task:
+    """Convert one record; ``position`` is its index in the file (the fallback id).
+
+    Grading settings: the record's own ``grading`` mapping, else ``grading``,
+    else the default of the record's format.
+    """
     fmt = detect_format(record)
     record_id = record.get("unique_id", record.get("id", record.get("task_id", position)))
     task_id = f"{name}/{record_id}"
-    meta: dict[str, Any] = {"source": name, "format": fmt, "record_id": record_id}
+    chosen = record.get("grading", grading)
+    try:
+        settings = DATASET_DEFAULTS[fmt] if chosen is None else coerce_settings(chosen)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{task_id}: bad grading settings: {exc}") from None
+    meta: dict[str, Any] = {
+        "source": name,
+        "format": fmt,
+        "record_id": record_id,
+        "grading": settings.to_dict(),
+    }
     if fmt == "gsm8k":
         full = str(record["answer"])
         prompt, answer = str(record["question"]), gsm8k_final_answer(full)
@@ -96,9 +121,16 @@ def record_to_task(record: Mapping[str, Any], name: str, position: int) -> Task:
     return Task(id=task_id, prompt=prompt, answer=answer, meta=meta)
 
 
-def records_to_tasks(records: Iterable[Mapping[str, Any]], name: str) -> list[Task]:
-    """Convert records of one dataset (mixed formats are allowed)."""
-    tasks = [record_to_task(record, name, i) for i, record in enumerate(records)]
+def records_to_tasks(
+    records: Iterable[Mapping[str, Any]],
+    name: str,
+    grading: GradingSettings | Mapping[str, Any] | None = None,
+) -> list[Task]:
+    """Convert records of one dataset (mixed formats are allowed).
+
+    ``grading`` overrides the per-format default grading settings of every task.
+    """
+    tasks = [record_to_task(record, name, i, grading) for i, record in enumerate(records)]
     if not tasks:
         raise ValueError(f"dataset {name!r} has no records")
     seen: set[str] = set()

@@ -110,3 +110,14 @@ def test_wall_deadline_argument_caps_the_call(pool: _pool.GraderPool) -> None:
     verdict = pool.grade(*SLOW_BUT_FINE, timeout=5.0, wall_deadline=time.monotonic() + 0.5)
     stall.join()
     assert verdict[1] == "timeout"
+
+
+def test_slowest_legitimate_case_fits_the_default_budget_in_a_fresh_worker(
+    pool: _pool.GraderPool,
+) -> None:
+    # Issue 15: a sum of products of Fibonacci terms took 0.5-0.8 s against a
+    # 0.8 s alarm. The zygote now warms sympy's summation machinery before
+    # forking, and the budget is the whole second of CPU time.
+    gold = "F_n = \\sum_{k=0}^{n-1} F_k F_{n-k-1}"
+    answer = "F_n = \\sum_{k=0}^{n-1} F_{n-k-1} F_k"
+    assert pool.grade(answer, gold, timeout=1.0)[:2] == (1.0, "correct")

@@ -64,6 +64,18 @@ Options = tuple[int, bool, bool, str]
 DEFAULT_OPTIONS: Options = (6, False, True, "strip")
 
 
+# Graded once in the zygote before any worker is forked, so that every worker
+# starts with sympy's lazily built machinery in place. The sum matters: without
+# it the first comparison of sums in a fresh worker costs about 1.5 s more CPU
+# time (a legitimate Fibonacci-sum answer took 1.8 s instead of 0.4 s).
+WARM_UP = (
+    ("\\frac{6}{8}", "0.75"),
+    ("x=5", "5"),
+    ("(1,2)", "(1, 2)"),
+    ("a_n = \\sum_{k=0}^{n-1} a_k a_{n-k-1}", "a_n = \\sum_{k=0}^{n-1} a_{n-k-1} a_k"),
+)
+
+
 class _Deadline(BaseException):
     """Raised by SIGALRM; a BaseException so library ``except Exception`` won't eat it."""
 
@@ -168,7 +180,7 @@ def zygote_main(ctrl_fd: int) -> None:
     """Fork a worker for each socket the parent sends; exit when the parent goes."""
     ctrl = socket.socket(fileno=ctrl_fd)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
-    for content, gold in (("\\frac{6}{8}", "0.75"), ("x=5", "5"), ("(1,2)", "(1, 2)")):
+    for content, gold in WARM_UP:
         verify_boxed(content, gold)  # warm caches and parsers once, before forking
     ctrl.sendall(b"R")
     while True:

@@ -104,7 +104,7 @@ def main() -> None:
     configure(workers=args.workers)
 
     t0 = time.perf_counter()
-    grade_detailed("\\boxed{1}", "\\frac{2}{2}")  # start the pool (one-off cost)
+    grade_detailed("\\boxed{x+1}", "1+x")  # start the pool (one-off cost; not a plain number)
     print(f"pool start: {time.perf_counter() - t0:.2f} s (once per process)")
 
     pairs = build_pairs(args.n, data=args.data)
@@ -113,7 +113,7 @@ def main() -> None:
     share = (get_pool().calls - calls_before) / len(pairs)
     print(f"cold (every pair new), {args.workers} worker(s): {cold:,.0f} grades/s")
     print(f"  verdicts: {dict(sorted(reasons.items()))}")
-    print(f"  {share:.0%} went to math-verify (the rest: identical text or two integers)")
+    print(f"  {share:.0%} went to math-verify (the rest: same writing or plain numbers)")
     mv_pairs = [
         (c, g)
         for c, g in build_pairs(args.n, seed=1, data=args.data)

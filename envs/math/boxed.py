@@ -81,6 +81,25 @@ def sanitize(text: str) -> str:
     return unicodedata.normalize("NFKC", cleaned)
 
 
+# Rewrites that never change what an answer means (used to say "correct" in-process).
+_FRAC_VARIANT = re.compile(r"\\[dt]frac(?![a-zA-Z])")
+_SIZING = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![a-zA-Z.])|\\displaystyle(?![a-zA-Z])")
+_SPACE_BY_PUNCTUATION = re.compile(r"(?<=[{(\[=+\-^_/])\s+|\s+(?=[})\]=+\-^_/])")
+
+
+def same_meaning_form(content: str) -> str:
+    """A rewriting that keeps the meaning: ``\\dfrac`` -> ``\\frac``, no ``\\left``/``\\right``,
+    no spaces next to brackets and operators (spaces between two terms stay: ``2 3``;
+    so do spaces after commas: ``1, 000`` may be a pair).
+
+    >>> same_meaning_form(r"\\left( \\dfrac{1}{2}, \\pi r \\right)")
+    '(\\\\frac{1}{2}, \\\\pi r)'
+    """
+    out = _FRAC_VARIANT.sub(r"\\frac", content)
+    out = _SIZING.sub("", out)
+    return _SPACE_BY_PUNCTUATION.sub("", out).strip()
+
+
 def canonical_box(content: str) -> str:
     """A cosmetic normal form of a box, used to tell *distinct* boxes apart.
 

@@ -6,9 +6,10 @@ normalised (:mod:`flexmg.envs.math.normalize`: thousands separators, a
 trailing period, units, mixed numbers). Equivalence is then decided by
 math-verify (with a stricter numeric check, see :mod:`flexmg.envs.math.strict`)
 in worker processes under a CPU-time deadline per call (see
-:mod:`flexmg.envs.math._pool`); trivial cases (identical text, two integers)
-are answered in-process. How lenient the comparison is comes from
-:class:`~flexmg.envs.math.settings.GradingSettings`, per task or dataset.
+:mod:`flexmg.envs.math._pool`); trivial cases (identical text, two plain
+numbers: :mod:`flexmg.envs.math.exact`) are answered in-process. How lenient
+the comparison is comes from :class:`~flexmg.envs.math.settings.GradingSettings`,
+per task or dataset.
 Verdicts are cached (LRU), so are parsed gold answers.
 
 Example:
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -35,7 +35,8 @@ from functools import lru_cache
 from typing import Any
 
 from ._pool import WALL_FACTOR, GraderPool
-from .boxed import canonical_box, extract_boxed, sanitize
+from .boxed import canonical_box, extract_boxed, same_meaning_form, sanitize
+from .exact import fast_verdict
 from .normalize import normalize_answer
 from .settings import GradingSettings, coerce_settings
 
@@ -43,7 +44,6 @@ MAX_BOX_CHARS = 1000  # a final answer longer than this is not an answer
 MAX_DISTINCT_BOXES = 4  # more differently-written boxes than this: a format error
 _MIN_SECONDS = 0.005
 _CACHE_SIZE = 65536
-_INTEGER = re.compile(r"[+-]?\d{1,80}")
 
 REASONS = (
     "correct",
@@ -281,10 +281,11 @@ def _equivalent(
 ) -> tuple[float, str, str]:
     """(score, reason, detail) of a cleaned answer against a cleaned gold."""
     # In-process fast paths that math-verify decides the same way.
-    if content == gold:
+    if content == gold or same_meaning_form(content) == same_meaning_form(gold):
         return 1.0, "correct", ""
-    if _INTEGER.fullmatch(content) and _INTEGER.fullmatch(gold):
-        return (1.0, "correct", "") if int(content) == int(gold) else (0.0, "wrong", "")
+    fast = fast_verdict(content, gold)  # plain numbers: exact, no worker needed
+    if fast is not None:
+        return (1.0 if fast == "correct" else 0.0), fast, ""
     key = (gold, content, options.key())
     cached = _cache.get(key)
     if cached is not None:

@@ -23,6 +23,13 @@ def boxed(answer: str) -> str:
 
 
 # ------------------------------------------------------------------ the object
+def test_the_worker_default_is_the_settings_default() -> None:
+    # The worker never imports flexmg, so it keeps its own copy of the default.
+    from flexmg.envs.math import _worker
+
+    assert _worker.DEFAULT_OPTIONS == GradingSettings().key()
+
+
 def test_defaults_validate_and_round_trip() -> None:
     settings = GradingSettings()
     assert settings.validate() is settings

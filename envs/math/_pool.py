@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from .settings import DEFAULT as DEFAULT_SETTINGS
+
 Verdict = tuple[float, str, str]
 
 WORKER_FILE = Path(__file__).with_name("_worker.py")  # loaded by path: no flexmg import
@@ -66,7 +68,7 @@ _CPU_GRACE_S = 0.1  # CPU time past the budget before the pool kills a stuck wor
 _POLL_S = 0.02  # how often the pool looks at a busy worker's CPU time
 _MARGIN_S = 0.005  # time kept for killing and answering after the hard deadline
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-DEFAULT_OPTIONS = (6, False, True, "strip")  # GradingSettings().key()
+DEFAULT_OPTIONS = DEFAULT_SETTINGS.key()
 
 
 @dataclass

@@ -120,6 +120,13 @@ def test_loader_override_and_bad_override() -> None:
         records_to_tasks([{"question": "q", "answer": "2"}], "toy", grading={"digits": 3})
 
 
+def test_load_file_takes_an_override(tmp_path: Path) -> None:
+    path = tmp_path / "toy.jsonl"
+    path.write_text('{"question": "q", "answer": "w\\n#### 7"}\n', encoding="utf-8")
+    assert settings_for_task(load_file(path)[0]) == DATASET_DEFAULTS["gsm8k"]
+    assert settings_for_task(load_file(path, grading={"units": "keep"})[0]).units == "keep"
+
+
 def test_procedural_tasks_grade_as_written() -> None:
     task = Task(id="arith/0", prompt="1+1?", answer="2", meta={"generator": "arithmetic"})
     assert settings_for_task(task) == DATASET_DEFAULTS["procedural"]

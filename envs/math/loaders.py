@@ -184,8 +184,12 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     raise ValueError(f"unsupported math dataset file {path.name!r}; use one of {FILE_SUFFIXES}")
 
 
-def load_file(path: str | Path) -> list[Task]:
+def load_file(
+    path: str | Path, grading: GradingSettings | Mapping[str, Any] | None = None
+) -> list[Task]:
     """Tasks of a dataset file, named after the file (``gsm8k_test``).
+
+    ``grading`` overrides the per-format default grading settings.
 
     >>> load_file("missing.jsonl")
     Traceback (most recent call last):
@@ -194,7 +198,7 @@ def load_file(path: str | Path) -> list[Task]:
     """
     path = Path(path)
     name = path.name.split(".")[0]
-    return records_to_tasks(read_records(path), name)
+    return records_to_tasks(read_records(path), name, grading)
 
 
 def is_hf_dataset(obj: object) -> bool:
@@ -202,7 +206,11 @@ def is_hf_dataset(obj: object) -> bool:
     return hasattr(obj, "column_names") and hasattr(obj, "__getitem__") and hasattr(obj, "__len__")
 
 
-def load_hf_dataset(dataset: Any, name: str | None = None) -> list[Task]:
+def load_hf_dataset(
+    dataset: Any,
+    name: str | None = None,
+    grading: GradingSettings | Mapping[str, Any] | None = None,
+) -> list[Task]:
     """Tasks of an in-memory Hugging Face dataset (rows are dicts)."""
     label = name or str(getattr(getattr(dataset, "info", None), "dataset_name", None) or "hf")
-    return records_to_tasks((dict(row) for row in dataset), label)
+    return records_to_tasks((dict(row) for row in dataset), label, grading)

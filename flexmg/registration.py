@@ -10,7 +10,7 @@ called with no arguments, or a module whose import registers its envs).
 Example:
     >>> import flexmg
     >>> flexmg.spec("echo").id
-    'echo-v0'
+    'echo-v1'
     >>> env = flexmg.make("echo", horizon=2)
     >>> env.horizon
     2
@@ -260,8 +260,7 @@ class _AECFactory:
     env_id: str
 
     def __call__(self, **kwargs: Any) -> Any:
-        kwargs.pop("max_cycles", None)
-        return make(self.env_id, **kwargs)
+        return make(self.env_id, **_rounds_limit(kwargs))
 
 
 @dataclass(frozen=True)
@@ -271,5 +270,13 @@ class _ParallelFactory:
     def __call__(self, **kwargs: Any) -> Any:
         from flexmg.wrappers.parallel import TurnParallelEnv
 
-        kwargs.pop("max_cycles", None)
-        return TurnParallelEnv(make(self.env_id, **kwargs))
+        return TurnParallelEnv(make(self.env_id, **_rounds_limit(kwargs)))
+
+
+def _rounds_limit(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """PettingZoo's ``max_cycles`` (one cycle = every agent acts once) is flexmg's ``max_rounds``."""
+    kwargs = dict(kwargs)
+    cycles = kwargs.pop("max_cycles", None)
+    if cycles is not None:
+        kwargs.setdefault("max_rounds", cycles)
+    return kwargs

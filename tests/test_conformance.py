@@ -6,7 +6,7 @@ import flexmg
 from flexmg.builtin_envs import BUILTIN_ENVS
 from flexmg.test import api_test
 
-FAST_IDS = ["echo-v0"] + [i for i in BUILTIN_ENVS if i.startswith("math")]
+FAST_IDS = ["echo-v1"] + [i for i in BUILTIN_ENVS if not i.startswith("code")]
 CODE_IDS = [i for i in BUILTIN_ENVS if i.startswith("code")]
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 from .boxed import extract_boxed
 from .generators import GENERATORS
 from .grader import REASONS, GradeResult, configure, grade, grade_detailed, shutdown
-from .sources import make_math_source
+from .sources import distinct_prompts, make_math_source
 
 __all__ = [
     "GENERATORS",
     "REASONS",
     "GradeResult",
     "configure",
+    "distinct_prompts",
     "extract_boxed",
     "grade",
     "grade_detailed",

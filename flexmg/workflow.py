@@ -37,6 +37,18 @@ from flexmg.env import FlexMGEnv, GraphFn, Judgement, TurnRecord
 from flexmg.graph import DependencyGraph
 from flexmg.tasks import Task, TaskSource
 
+#: The keywords every workflow env takes (its ``options`` come on top).
+ENV_KEYWORDS = (
+    "tasks",
+    "split",
+    "horizon",
+    "max_rounds",
+    "roles",
+    "prompts",
+    "max_action_chars",
+    "render_mode",
+)
+
 RewardFn = Callable[[Task, Sequence[TurnRecord]], float | Judgement]
 TaskFactory = Callable[[Any, str], TaskSource]
 
@@ -168,17 +180,7 @@ class WorkflowEnv(FlexMGEnv):
     ) -> None:
         unknown = sorted(set(options) - set(workflow.options))
         if unknown:
-            accepted = [
-                "tasks",
-                "split",
-                "horizon",
-                "max_rounds",
-                "roles",
-                "prompts",
-                "max_action_chars",
-                "render_mode",
-                *workflow.options,
-            ]
+            accepted = [*ENV_KEYWORDS, *workflow.options]
             raise TypeError(
                 f"{workflow.name} got unexpected keyword(s) {unknown}; accepted: {accepted}"
             )

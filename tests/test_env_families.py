@@ -12,18 +12,9 @@ from flexmg.envs.math.generators.expression import evaluate
 
 import flexmg
 from flexmg.registration import UnknownEnvError
+from flexmg.workflow import ENV_KEYWORDS
 
 FAMILIES = [importlib.import_module(name) for name in FAMILY_MODULES]
-COMMON_ARGS = [
-    "tasks",
-    "split",
-    "horizon",
-    "max_rounds",
-    "roles",
-    "prompts",
-    "max_action_chars",
-    "render_mode",
-]
 
 
 def _row(doc: str, label: str) -> str:
@@ -49,7 +40,7 @@ def test_family_table_matches_what_the_envs_do(family) -> None:
         env = flexmg.make(name)
         assert env.possible_agents == list(roles) == env.graph.order()
         assert flexmg.spec(name).id == f"{name}-v{family.VERSION}"
-        for arg in COMMON_ARGS + list(env.workflow.options):
+        for arg in [*ENV_KEYWORDS, *env.workflow.options]:
             assert f"``{arg}``" in arguments, (name, arg)
         obs_keys = _row(doc, "Observation keys")
         env.reset(seed=0)

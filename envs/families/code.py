@@ -35,6 +35,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from flexmg.envs.families.common import judge_turns, team_workflows
+
 from flexmg.env import Judgement, TurnRecord
 from flexmg.tasks import Task, TaskSource
 from flexmg.workflow import Workflow, current_round
@@ -169,15 +171,7 @@ class CodeReward:
 
     def __call__(self, task: Task, transcript: Sequence[TurnRecord]) -> Judgement:
         """Judge the latest round."""
-        turns = current_round(transcript)
-        graded = turns[-1]
-        role_info: dict[str, dict[str, Any]] = {}
-        result: Any = None
-        for turn in turns:
-            info, grade = self.credit(turn, task, graded=turn is graded)
-            role_info[turn.role] = info
-            if turn is graded:
-                result = grade
+        graded, role_info, result = judge_turns(self.credit, task, transcript)
         team = role_info[graded.role]
         return Judgement(
             score=float(result.reward),
@@ -215,21 +209,17 @@ class CodeReward:
             self._sandbox = None
 
 
-def _workflow(name: str, roles: tuple[str, ...]) -> Workflow:
-    shown = " -> ".join(NOTES.get(r, r) for r in roles)
-    return Workflow(
-        name=name,
-        roles={r: PROMPTS[r] for r in roles},
-        tasks=code_task_source,
-        reward_factory=CodeReward.from_options,
-        options=OPTIONS,
-        horizon=1,
-        description=f"code: {shown} (graded by hidden tests in a sandbox)",
-    )
-
-
 #: Env name -> its workflow; registered as ``<name>-v<VERSION>``.
-WORKFLOWS: dict[str, Workflow] = {name: _workflow(name, roles) for name, roles in TEAMS.items()}
+WORKFLOWS: dict[str, Workflow] = team_workflows(
+    TEAMS,
+    prompts=PROMPTS,
+    describe=lambda roles: (
+        f"code: {' -> '.join(NOTES.get(r, r) for r in roles)} (graded by hidden tests in a sandbox)"
+    ),
+    tasks=code_task_source,
+    reward_factory=CodeReward.from_options,
+    options=OPTIONS,
+)
 
 code_1agent = WORKFLOWS["code-1agent"]
 code_2agent = WORKFLOWS["code-2agent"]

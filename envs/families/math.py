@@ -46,9 +46,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from flexmg.envs.families.common import judge_turns, team_workflows
+
 from flexmg.env import Judgement, TurnRecord
 from flexmg.tasks import Task, TaskSource
-from flexmg.workflow import Workflow, current_round
+from flexmg.workflow import Workflow
 
 VERSION = 1
 
@@ -162,15 +164,7 @@ class MathReward:
 
     def __call__(self, task: Task, transcript: Sequence[TurnRecord]) -> Judgement:
         """Judge the latest round."""
-        turns = current_round(transcript)
-        graded = turns[-1]
-        role_info: dict[str, dict[str, Any]] = {}
-        result: Any = None
-        for turn in turns:
-            info, graded_result = self.credit(turn, task, graded=turn is graded)
-            role_info[turn.role] = info
-            if turn is graded:
-                result = graded_result
+        graded, role_info, result = judge_turns(self.credit, task, transcript)
         if result.score >= 1.0:
             feedback = "The final answer is correct."
         elif result.format_error:
@@ -194,20 +188,15 @@ class MathReward:
         )
 
 
-def _workflow(name: str, roles: tuple[str, ...]) -> Workflow:
-    return Workflow(
-        name=name,
-        roles={r: PROMPTS[r] for r in roles},
-        tasks=math_task_source,
-        reward_factory=MathReward.from_options,
-        options=OPTIONS,
-        horizon=1,
-        description=f"math: {' -> '.join(roles)} (graded)",
-    )
-
-
 #: Env name -> its workflow; registered as ``<name>-v<VERSION>``.
-WORKFLOWS: dict[str, Workflow] = {name: _workflow(name, roles) for name, roles in TEAMS.items()}
+WORKFLOWS: dict[str, Workflow] = team_workflows(
+    TEAMS,
+    prompts=PROMPTS,
+    describe=lambda roles: f"math: {' -> '.join(roles)} (graded)",
+    tasks=math_task_source,
+    reward_factory=MathReward.from_options,
+    options=OPTIONS,
+)
 
 math_1agent = WORKFLOWS["math-1agent"]
 math_2agent = WORKFLOWS["math-2agent"]

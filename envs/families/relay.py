@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flexmg.envs.families.common import team_workflows
 from flexmg.envs.families.math import BOX, MathReward, math_task_source
 
 from flexmg.tasks import Task
@@ -76,22 +77,21 @@ def hidden_task(task: Task) -> str:
     return HIDDEN
 
 
-def _workflow(name: str, roles: tuple[str, ...]) -> Workflow:
-    return Workflow(
-        name=name,
-        roles={r: PROMPTS[r] for r in roles},
-        edges=list(zip(roles, roles[1:])),
-        tasks=math_task_source,
-        reward_factory=MathReward.from_options,
-        options=OPTIONS,
-        horizon=1,
-        description=f"didactic: {' -> '.join(roles)} (graded); only the reader sees the problem",
-        task_views={r: hidden_task for r in roles[1:]},
-    )
-
-
 #: Env name -> its workflow; registered as ``<name>-v<VERSION>``.
-WORKFLOWS: dict[str, Workflow] = {name: _workflow(name, roles) for name, roles in TEAMS.items()}
+WORKFLOWS: dict[str, Workflow] = team_workflows(
+    TEAMS,
+    prompts=PROMPTS,
+    describe=lambda roles: (
+        f"didactic: {' -> '.join(roles)} (graded); only the reader sees the problem"
+    ),
+    per_team=lambda roles: {
+        "edges": list(zip(roles, roles[1:])),
+        "task_views": {r: hidden_task for r in roles[1:]},
+    },
+    tasks=math_task_source,
+    reward_factory=MathReward.from_options,
+    options=OPTIONS,
+)
 
 relay_2agent = WORKFLOWS["relay-2agent"]
 relay_3agent = WORKFLOWS["relay-3agent"]

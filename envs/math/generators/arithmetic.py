@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .base import Generator, GeneratorConfig, Problem, check_int, check_ops, register_generator
-from .expression import canonical_expression, evaluate
+from .expression import expression_problem
 
 
 @dataclass(frozen=True)
@@ -69,16 +69,7 @@ def problem(a: int, op: str, b: int) -> Problem:
     >>> problem(-3, "*", 4).prompt
     'What is (-3) * 4?'
     """
-    shown = f"({a})" if a < 0 else str(a)
-    expression = f"{shown} {op} {b}"
-    value = evaluate(expression)
-    answer = int(value) if value.denominator == 1 else value
-    return Problem(
-        prompt=f"What is {expression}?",
-        answer=answer,
-        solution=f"{expression} = {answer}",
-        canonical=canonical_expression(expression),
-    )
+    return expression_problem(f"({a}) {op} {b}" if a < 0 else f"{a} {op} {b}")
 
 
 class ArithmeticGenerator(Generator):

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass
 
 from .base import Generator, GeneratorConfig, Problem, check_int, check_ops, register_generator
-from .expression import canonical_expression, evaluate
+from .expression import expression_problem
 
 ATTEMPTS = 100  # redraws of an expression whose value breaks the config's limits
 
@@ -103,10 +103,11 @@ class ChainGenerator(Generator):
             expr = self._expr(rng, cfg.terms)
             if expr.startswith("(") and expr.endswith(")") and _balanced(expr[1:-1]):
                 expr = expr[1:-1]
-            value = int(evaluate(expr))
+            problem = expression_problem(expr)
+            value = problem.answer
             if (value >= 0 or not cfg.non_negative) and abs(value) <= cfg.max_abs_value:
                 break
-        return Problem(f"What is {expr}?", value, f"{expr} = {value}", canonical_expression(expr))
+        return problem
 
 
 register_generator(ChainGenerator)

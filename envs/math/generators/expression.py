@@ -18,7 +18,10 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from fractions import Fraction
+
+from .base import Problem, plain_fraction
 
 _TOKEN = re.compile(r"\s*(\d+|[-+*/()])")
 
@@ -45,6 +48,23 @@ def evaluate(text: str) -> Fraction:
     Fraction(8, 1)
     """
     return _value(parse(text))
+
+
+def expression_problem(expression: str, suffix: str = "") -> Problem:
+    """The problem "What is ``expression``?" with its exact answer and canonical form.
+
+    >>> expression_problem("(-3) * 4").answer
+    -12
+    >>> expression_problem("1/2 + 1/4", " Give a reduced fraction.").solution
+    '1/2 + 1/4 = 3/4'
+    """
+    value = evaluate(expression)
+    return Problem(
+        prompt=f"What is {expression}?{suffix}",
+        answer=int(value) if value.denominator == 1 else value,
+        solution=f"{expression} = {plain_fraction(value)}",
+        canonical=canonical_expression(expression),
+    )
 
 
 def canonical_expression(text: str) -> str:
@@ -74,19 +94,21 @@ def _tokens(text: str) -> list[str]:
 
 
 def _sum(tokens: list[str], pos: int) -> tuple[Node, int]:
-    node, pos = _product(tokens, pos)
-    while pos < len(tokens) and tokens[pos] in "+-":
-        op = tokens[pos]
-        right, pos = _product(tokens, pos + 1)
-        node = (op, node, right)
-    return node, pos
+    return _left_assoc(tokens, pos, ("+", "-"), _product)
 
 
 def _product(tokens: list[str], pos: int) -> tuple[Node, int]:
-    node, pos = _atom(tokens, pos)
-    while pos < len(tokens) and tokens[pos] in "*/":
+    return _left_assoc(tokens, pos, ("*", "/"), _atom)
+
+
+def _left_assoc(
+    tokens: list[str], pos: int, ops: tuple[str, ...], operand: Callable[..., tuple[Node, int]]
+) -> tuple[Node, int]:
+    """``operand (op operand)*`` for one precedence level, grouped to the left."""
+    node, pos = operand(tokens, pos)
+    while pos < len(tokens) and tokens[pos] in ops:
         op = tokens[pos]
-        right, pos = _atom(tokens, pos + 1)
+        right, pos = operand(tokens, pos + 1)
         node = (op, node, right)
     return node, pos
 

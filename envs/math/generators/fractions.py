@@ -25,7 +25,7 @@ from .base import (
     plain_fraction,
     register_generator,
 )
-from .expression import canonical_expression
+from .expression import expression_problem
 
 NEGATIVE_RATE = 0.3  # share of fractions made negative when negatives are on
 
@@ -73,15 +73,6 @@ DIFFICULTY: dict[int, FractionsConfig] = {
 SUFFIX = " Give a reduced fraction."
 
 
-def _problem(text: str, value: Fraction) -> Problem:
-    return Problem(
-        prompt=f"What is {text}?{SUFFIX}",
-        answer=value,
-        solution=f"{text} = {plain_fraction(value)}",
-        canonical=canonical_expression(text),
-    )
-
-
 class FractionsGenerator(Generator):
     """Fraction arithmetic with reduced-fraction answers (see the module docstring)."""
 
@@ -103,19 +94,17 @@ class FractionsGenerator(Generator):
             den = rng.randint(2, cfg.max_denominator)
             first, second = sorted((rng.randint(1, den - 1), rng.randint(1, den - 1)), reverse=True)
             op = rng.choice(cfg.ops)
-            value = Fraction(first, den) + (1 if op == "+" else -1) * Fraction(second, den)
-            return _problem(f"{first}/{den} {op} {second}/{den}", value)
+            return expression_problem(f"{first}/{den} {op} {second}/{den}", SUFFIX)
         parts = [self._fraction(rng) for _ in range(cfg.terms)]
         ops = [rng.choice(cfg.ops) for _ in range(cfg.terms - 1)]
         wrap = any(op in "*/" for op in ops) or cfg.negatives
         shown = [f"({plain_fraction(p)})" if wrap else plain_fraction(p) for p in parts]
-        value, text = parts[0], shown[0]
-        for i, (op, part) in enumerate(zip(ops, parts[1:], strict=True)):
-            value = {"+": value + part, "-": value - part, "*": value * part, "/": value / part}[op]
+        text = shown[0]
+        for i, op in enumerate(ops):
             if i > 0:
                 text = f"({text})"  # evaluate left to right, explicitly
             text += f" {op} {shown[i + 1]}"
-        return _problem(text, value)
+        return expression_problem(text, SUFFIX)
 
 
 register_generator(FractionsGenerator)

@@ -55,6 +55,12 @@ def test_arithmetic_config_from_a_task_dict() -> None:
     assert env.task.id.startswith("arithmetic/d1-c")  # a custom config has its own ids
 
 
+def test_config_lists_from_json_are_tuples() -> None:
+    src = make_math_source({"name": "word", "templates": ["buys", "shares"], "max_number": 30})
+    assert src.config.templates == ("buys", "shares")
+    assert {src.get(i).meta["canonical"].split(":")[1] for i in range(60)} == {"buys", "shares"}
+
+
 def test_only_multiplication_when_asked() -> None:
     src = GENERATORS["arithmetic"](ops="*", max_operand=12, max_factor=12)
     for i in range(100):

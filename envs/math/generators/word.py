@@ -164,10 +164,14 @@ class WordConfig(GeneratorConfig):
     max_number: int = 9
     """Scale of the numbers in the story."""
 
+    def __post_init__(self) -> None:
+        if isinstance(self.templates, list):  # from JSON / a tasks= dict
+            object.__setattr__(self, "templates", tuple(self.templates))
+
     def validate(self) -> None:
         """Raise ``ValueError`` on an unknown template or an out-of-range number."""
         if (
-            not isinstance(self.templates, (tuple, list))
+            not isinstance(self.templates, tuple)
             or not self.templates
             or any(t not in TEMPLATES for t in self.templates)
         ):

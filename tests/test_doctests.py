@@ -26,6 +26,7 @@ MODULES = [
     "flexmg.envs.code.program",
     "flexmg.builtin_envs",
     "flexmg.vector_base",
+    "flexmg.envs",
     "flexmg.envs.families",
     "flexmg.envs.families.math",
     "flexmg.envs.families.code",

@@ -42,7 +42,7 @@ from pettingzoo import AECEnv
 
 from flexmg.graph import DependencyGraph
 from flexmg.spaces import UnicodeText
-from flexmg.tasks import Task
+from flexmg.tasks import Task, stable_hash
 
 GraphFn = Callable[[int, Sequence["TurnRecord"]], DependencyGraph]
 
@@ -99,6 +99,16 @@ class Judgement:
     role_scores: Mapping[str, float] | None = None
     role_info: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics: Mapping[str, Any] = field(default_factory=dict)
+
+
+def prompt_id(prompt: str) -> str:
+    """A short stable id of a task's prompt: episodes on the same problem share it
+    (``episode_metrics["prompt_id"]``), so evaluations can count distinct prompts.
+
+    >>> prompt_id("What is 2 + 3?") == prompt_id("What is 2 + 3?") != prompt_id("What is 3 + 2?")
+    True
+    """
+    return f"{stable_hash('prompt', prompt):016x}"
 
 
 def _clean_text(text: str) -> tuple[str, bool]:
@@ -505,6 +515,7 @@ class FlexMGEnv(AECEnv):
             per_role[a] = role_metrics
         self.episode_metrics = {
             "task_id": self.task.id,
+            "prompt_id": prompt_id(self.task.prompt),
             "success": bool(solved),
             "score": self._score,
             "team_reward": self._score,

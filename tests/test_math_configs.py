@@ -14,6 +14,7 @@ from flexmg.envs.math.generators import ArithmeticGenerator
 from flexmg.envs.math.generators.expression import canonical_expression, evaluate
 
 import flexmg
+from flexmg.env import prompt_id
 from flexmg.tasks import in_eval_split
 
 
@@ -159,11 +160,16 @@ def test_default_task_holds_out_at_least_300_distinct_prompts() -> None:
     assert train_forms and eval_forms and not train_forms & eval_forms
     # the env's eval episodes draw from exactly that set, and reach most of it
     env = flexmg.make("math-2agent", split="eval")
-    seen = set()
+    seen, prompt_ids = set(), set()
     for seed in range(1000):
         env.reset(seed=seed)
         seen.add(env.task.prompt)
+        if seed < 100:  # episodes carry a prompt id, so evaluations can count prompts
+            env.step("")
+            env.step("")
+            prompt_ids.add(env.episode_metrics["prompt_id"])
     assert seen <= set(held_out) and len(seen) >= 300
+    assert len(prompt_ids) == len({prompt_id(p) for p in held_out} & prompt_ids) > 80
 
 
 def test_non_enumerable_generator_says_so() -> None:

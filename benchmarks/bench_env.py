@@ -80,7 +80,7 @@ def main() -> None:
     ours, judge, n_ours = bench_flexmg(args.episodes)
     ttt, n_ttt = bench_tictactoe(max(args.episodes // 4, 100))
     print(
-        f"flexmg echo-v0     : {ours * 1e6:7.2f} us/turn (env overhead, {n_ours} turns; "
+        f"flexmg echo-v1     : {ours * 1e6:7.2f} us/turn (env overhead, {n_ours} turns; "
         f"reward fn adds {judge * 1e6:.2f} us/turn)"
     )
     print(

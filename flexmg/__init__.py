@@ -70,7 +70,7 @@ def make_vec(env_id: str, num_envs: int, vectorization: str = "sync", **kwargs):
 
 def _register_builtin() -> None:
     register(
-        "echo-v0",
+        "echo-v1",
         "flexmg.examples.echo:EchoEnv",
         description="toy: b must repeat the word a says (API example, no model needed)",
     )

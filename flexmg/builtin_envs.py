@@ -1,23 +1,41 @@
-"""Registration of the built-in env ids (lazy: nothing heavy is imported here)."""
+"""Registration of the built-in env families (their modules hold ids, roles and versions).
+
+Registering imports the family modules, which are light: their rewards import
+graders and sandboxes only when an episode is judged.
+
+Example:
+    >>> import flexmg
+    >>> flexmg.spec("math-2agent").id
+    'math-2agent-v1'
+    >>> "relay-2agent-v0" in BUILTIN_ENVS
+    True
+"""
 
 from __future__ import annotations
 
-BUILTIN_ENVS: dict[str, str] = {
-    "math-1agent-v0": "math: solver (graded)",
-    "math-2agent-v0": "math: solver -> verifier (graded)",
-    "math-3agent-v0": "math: planner -> solver -> verifier (graded)",
-    "math-4agent-v0": "math: decomposer -> planner -> executor -> verifier (graded)",
-    "code-1agent-v0": "code: coder (graded by hidden tests in a sandbox)",
-    "code-2agent-v0": "code: coder -> reviewer (graded)",
-    "code-3agent-v0": "code: planner -> coder -> reviewer (graded)",
-    "code-4agent-v0": "code: planner -> coder -> tester (its tests are run) -> reviewer (graded)",
-}
+import importlib
+
+from flexmg.envs.families import FAMILY_MODULES
+
+
+def builtin_env_ids() -> dict[str, str]:
+    """Every built-in id (``name-vN``) -> its one-line description, family by family."""
+    ids: dict[str, str] = {}
+    for module_name in FAMILY_MODULES:
+        module = importlib.import_module(module_name)
+        for name, workflow in module.WORKFLOWS.items():
+            ids[f"{name}-v{module.VERSION}"] = workflow.description
+    return ids
 
 
 def register_builtin_envs() -> None:
-    """Register the math and code workflows of :mod:`flexmg.envs.workflows`."""
+    """Register every workflow of the family modules under its versioned id."""
     from flexmg.registration import register
 
-    for env_id, description in BUILTIN_ENVS.items():
-        attr = env_id.removesuffix("-v0").replace("-", "_")
-        register(env_id, f"flexmg.envs.workflows:{attr}", description=description)
+    for module_name in FAMILY_MODULES:
+        module = importlib.import_module(module_name)
+        for name, workflow in module.WORKFLOWS.items():
+            register(f"{name}-v{module.VERSION}", workflow, description=workflow.description)
+
+
+BUILTIN_ENVS: dict[str, str] = builtin_env_ids()

@@ -5,8 +5,10 @@ Agents are *roles*. Within a round they act in the order fixed by a
 role sees the task, the transcript of earlier rounds and the outputs of its
 predecessors in this round. After the last role of a round acts, the round is
 judged: the judge returns a score in ``[0, 1]`` (plus per-role credit
-information) and the episode ends when the task is solved (termination) or the
-horizon is reached (truncation).
+information). The episode *terminates* when the task is solved or its last
+round (the horizon) has been judged: the game is over either way. It is
+*truncated* only by a limit imposed from outside the game, ``max_rounds``
+(PettingZoo's ``max_cycles``) below the horizon.
 
 Rewards follow one rule: the reward of a round is the change of the score
 since the previous round, so **the rewards of an episode add up to the final
@@ -17,7 +19,7 @@ Subclasses implement :meth:`FlexMGEnv.sample_task` and :meth:`FlexMGEnv.judge`
 
 Example:
     >>> import flexmg
-    >>> env = flexmg.make("echo-v0")
+    >>> env = flexmg.make("echo-v1")
     >>> env.reset(seed=0)
     >>> for role in env.agent_iter():
     ...     obs, reward, terminated, truncated, info = env.last()
@@ -40,7 +42,7 @@ from pettingzoo import AECEnv
 
 from flexmg.graph import DependencyGraph
 from flexmg.spaces import UnicodeText
-from flexmg.tasks import Task
+from flexmg.tasks import Task, stable_hash
 
 GraphFn = Callable[[int, Sequence["TurnRecord"]], DependencyGraph]
 
@@ -99,6 +101,16 @@ class Judgement:
     metrics: Mapping[str, Any] = field(default_factory=dict)
 
 
+def prompt_id(prompt: str) -> str:
+    """A short stable id of a task's prompt: episodes on the same problem share it
+    (``episode_metrics["prompt_id"]``), so evaluations can count distinct prompts.
+
+    >>> prompt_id("What is 2 + 3?") == prompt_id("What is 2 + 3?") != prompt_id("What is 3 + 2?")
+    True
+    """
+    return f"{stable_hash('prompt', prompt):016x}"
+
+
 def _clean_text(text: str) -> tuple[str, bool]:
     """Replace lone surrogates (invalid Unicode) with U+FFFD; report whether any were found."""
     if text.isascii():
@@ -129,7 +141,10 @@ class FlexMGEnv(AECEnv):
         graph: the round's dependency graph, or a function ``(round, transcript)
             -> DependencyGraph`` that may return a different graph every round.
         instructions: the prompt of each role (shown in its observation).
-        horizon: the maximum number of rounds.
+        horizon: the number of rounds the game lasts at most (part of the task:
+            judging the last round terminates the episode).
+        max_rounds: an outside limit on rounds (``None``: none); reaching it
+            before the game ends truncates the episode.
         max_action_chars: longer actions are cut to this length and flagged
             with ``infos[role]["action_truncated"] = True``.
         max_task_chars / max_context_chars: observation field limits; context
@@ -150,6 +165,7 @@ class FlexMGEnv(AECEnv):
         graph: DependencyGraph | GraphFn | None = None,
         instructions: Mapping[str, str] | None = None,
         horizon: int = 1,
+        max_rounds: int | None = None,
         max_action_chars: int = 8192,
         max_task_chars: int = 65536,
         max_context_chars: int = 65536,
@@ -175,6 +191,12 @@ class FlexMGEnv(AECEnv):
             )
         if not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise ValueError(f"horizon must be an int >= 1, got {horizon!r}")
+        if max_rounds is not None and (
+            isinstance(max_rounds, bool)
+            or not isinstance(max_rounds, (int, np.integer))
+            or max_rounds < 1
+        ):
+            raise ValueError(f"max_rounds must be None or an int >= 1, got {max_rounds!r}")
         if not isinstance(max_action_chars, (int, np.integer)) or max_action_chars < 1:
             raise ValueError(f"max_action_chars must be an int >= 1, got {max_action_chars!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
@@ -190,6 +212,7 @@ class FlexMGEnv(AECEnv):
         self.possible_agents: list[str] = roles
         self.instructions = {r: instructions.get(r, "") for r in roles}
         self.horizon = int(horizon)
+        self.max_rounds = None if max_rounds is None else int(max_rounds)
         self.max_action_chars = int(max_action_chars)
         self.max_task_chars = int(max_task_chars)
         self.max_context_chars = int(max_context_chars)
@@ -212,6 +235,10 @@ class FlexMGEnv(AECEnv):
     def judge(self, task: Task, transcript: Sequence[TurnRecord], round_index: int) -> Judgement:
         """Score the team after round ``round_index`` (subclasses override)."""
         raise NotImplementedError(f"{type(self).__name__} must implement judge(...)")
+
+    def task_text(self, agent: str) -> str:
+        """What ``agent`` sees of the task (default: the prompt; subclasses may hide it)."""
+        return self.task.prompt
 
     def annotate(self, task: Task, transcript: Sequence[TurnRecord]) -> str | None:
         """Optional text the env attaches to the turn just taken (``transcript[-1]``),
@@ -340,7 +367,7 @@ class FlexMGEnv(AECEnv):
         if agent not in self._observation_space:
             raise KeyError(f"unknown agent {agent!r}; agents: {self.possible_agents}")
         return {
-            "task": self.task.prompt[: self.max_task_chars],
+            "task": self.task_text(agent)[: self.max_task_chars],
             "role": agent,
             "instructions": self.instructions[agent],
             "round": np.int64(min(self._round, self.horizon - 1)),
@@ -466,20 +493,21 @@ class FlexMGEnv(AECEnv):
             round_lines.append(f"Feedback: {judgement.feedback}")
         self._rounds_text.append("\n".join(round_lines))
         self._feedback = judgement.feedback
-        last_round = self._round + 1 >= self.horizon
+        game_over = done or self._round + 1 >= self.horizon
+        cut_off = self.max_rounds is not None and self._round + 1 >= self.max_rounds
         self._round += 1
         self._round_outputs = {}
         self._annotations = {}
         self._round_start = len(self.transcript)
-        if done or last_round:
-            self._end_episode(judgement, solved=done)
+        if game_over or cut_off:
+            self._end_episode(judgement, solved=done, truncated=not game_over)
         else:
             self._graph = self._graph_for(self._round)
             self._order = self._graph.order()
             self._position = 0
             self.agent_selection = self._order[0]
 
-    def _end_episode(self, judgement: Judgement, solved: bool) -> None:
+    def _end_episode(self, judgement: Judgement, solved: bool, truncated: bool) -> None:
         per_role = {}
         for a in self.possible_agents:
             role_metrics = dict(self._role_stats[a])
@@ -487,18 +515,20 @@ class FlexMGEnv(AECEnv):
             per_role[a] = role_metrics
         self.episode_metrics = {
             "task_id": self.task.id,
+            "prompt_id": prompt_id(self.task.prompt),
             "success": bool(solved),
             "score": self._score,
             "team_reward": self._score,
             "rounds": self._round,
+            "truncated": truncated,
             **dict(judgement.metrics),
             "per_role": per_role,
         }
         for a in self.agents:
-            if solved:
-                self.terminations[a] = True
-            else:
+            if truncated:
                 self.truncations[a] = True
+            else:
+                self.terminations[a] = True
             self.infos[a] = {**self.infos[a], "episode": self.episode_metrics}
         self._position = 0
         self.agent_selection = self._order[0]

@@ -10,7 +10,7 @@ called with no arguments, or a module whose import registers its envs).
 Example:
     >>> import flexmg
     >>> flexmg.spec("echo").id
-    'echo-v0'
+    'echo-v1'
     >>> env = flexmg.make("echo", horizon=2)
     >>> env.horizon
     2
@@ -138,6 +138,13 @@ class Registry(dict):
             if key in self:
                 return self[key]
             others = sorted(s.id for s in self.values() if s.name == name)
+            newest = max((s for s in self.values() if s.name == name), key=_version, default=None)
+            if newest is not None and version < _version(newest):
+                raise UnknownEnvError(
+                    f"env {env_id!r} is out of date: use {newest.id!r} (or {name!r}, which "
+                    f"resolves to the newest); the env's version history says what changed. "
+                    f"Versions of {name!r}: {others}"
+                )
             if others:
                 raise UnknownEnvError(
                     f"env {env_id!r} is not registered; versions of {name!r}: {others}"
@@ -145,13 +152,17 @@ class Registry(dict):
         else:
             versions = [s for s in self.values() if s.name == name]
             if versions:
-                return max(versions, key=lambda s: -1 if s.version is None else s.version)
+                return max(versions, key=_version)
         close = difflib.get_close_matches(env_id, sorted(self), n=3, cutoff=0.5)
         hint = f" Did you mean {close}?" if close else ""
         raise UnknownEnvError(
             f"no env registered with id {env_id!r}.{hint} "
             f"Run `flexmg list` (or flexmg.pprint_registry()) to see all ids."
         )
+
+
+def _version(spec: EnvSpec) -> int:
+    return -1 if spec.version is None else spec.version
 
 
 registry: Registry = Registry()
@@ -260,8 +271,7 @@ class _AECFactory:
     env_id: str
 
     def __call__(self, **kwargs: Any) -> Any:
-        kwargs.pop("max_cycles", None)
-        return make(self.env_id, **kwargs)
+        return make(self.env_id, **_rounds_limit(kwargs))
 
 
 @dataclass(frozen=True)
@@ -271,5 +281,13 @@ class _ParallelFactory:
     def __call__(self, **kwargs: Any) -> Any:
         from flexmg.wrappers.parallel import TurnParallelEnv
 
-        kwargs.pop("max_cycles", None)
-        return TurnParallelEnv(make(self.env_id, **kwargs))
+        return TurnParallelEnv(make(self.env_id, **_rounds_limit(kwargs)))
+
+
+def _rounds_limit(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """PettingZoo's ``max_cycles`` (one cycle = every agent acts once) is flexmg's ``max_rounds``."""
+    kwargs = dict(kwargs)
+    cycles = kwargs.pop("max_cycles", None)
+    if cycles is not None:
+        kwargs.setdefault("max_rounds", cycles)
+    return kwargs

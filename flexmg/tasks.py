@@ -121,6 +121,14 @@ class ListTaskSource:
     def __len__(self) -> int:
         return len(self.tasks)
 
+    def distinct_prompts(self) -> list[str]:
+        """The sorted distinct prompts of this split.
+
+        >>> ListTaskSource([Task(id=str(i), prompt="p") for i in range(3)]).distinct_prompts()
+        ['p']
+        """
+        return sorted({t.prompt for t in self.tasks})
+
     def get(self, index: int) -> Task:
         return self.tasks[index % len(self.tasks)]
 

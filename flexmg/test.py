@@ -1,7 +1,9 @@
 """The Flex-MG conformance checker.
 
 :func:`api_test` runs PettingZoo's ``api_test`` and ``seed_test``, the
-``parallel_api_test`` on both parallel views, and text-specific checks:
+``parallel_api_test`` on both parallel views, Gymnasium's ``check_env`` on the
+single-agent view of every role, that a finished game terminates (truncation
+is for outside limits only), and text-specific checks:
 observations reflect the context (a successor sees its predecessor's output),
 programmer errors raise clear exceptions, and hostile actions (empty, 100k
 characters, invalid surrogates, control characters, code, prompt injection)
@@ -167,6 +169,55 @@ def check_context(env_fn: Callable[[], FlexMGEnv]) -> list[CheckResult]:
         env.close()
 
 
+def check_episode_end(env_fn: Callable[[], FlexMGEnv]) -> list[CheckResult]:
+    """An episode played to its end is terminated (the game is over), never truncated,
+    unless an outside ``max_rounds`` below the horizon cut it."""
+    env = env_fn()
+    try:
+        env.reset(seed=0)
+        ends = set()
+        for agent in env.agent_iter(10_000):
+            _, _, term, trunc, _ = env.last()
+            if term or trunc:
+                ends.add((bool(term), bool(trunc)))
+            env.step(None if term or trunc else "conformance: no answer")
+        cut = env.max_rounds is not None and env.max_rounds < env.horizon
+        expected = (
+            {(False, True)} if cut and env.episode_metrics.get("truncated") else {(True, False)}
+        )
+        ok = ends == expected
+        message = (
+            "" if ok else f"(terminated, truncated) at the end: {sorted(ends)}, expected {expected}"
+        )
+        return [CheckResult("episode end: the judged last round terminates", ok, message)]
+    finally:
+        env.close()
+
+
+def check_single_agent_view(env_fn: Callable[[], FlexMGEnv]) -> Callable[[], None]:
+    """Gymnasium's ``check_env`` on the single-agent view of every role."""
+    from gymnasium.utils.env_checker import check_env
+
+    from flexmg.wrappers.single_agent import SingleAgentEnv
+
+    def run() -> None:
+        probe = env_fn()
+        roles = list(probe.possible_agents)
+        probe.close()
+        for role in roles:
+            view = SingleAgentEnv(env_fn(), role, others={r: _constant for r in roles})
+            try:
+                check_env(view, skip_render_check=True)
+            finally:
+                view.close()
+
+    return run
+
+
+def _constant(obs: dict) -> str:
+    return "conformance: no answer"
+
+
 def _capture(name: str, fn: Callable[[], Any], verbose: bool) -> CheckResult:
     out = io.StringIO()
     try:
@@ -260,6 +311,10 @@ def api_test(
     )
     add(_capture("observation/action spaces are cached", with_env(_check_spaces_cached), False))
     add(check_context(env_fn))
+    add(check_episode_end(env_fn))
+    add(
+        _capture("gymnasium check_env (single-agent views)", check_single_agent_view(env_fn), False)
+    )
     add(check_programmer_errors(env_fn))
     add(check_hostile_actions(env_fn))
     if verbose:

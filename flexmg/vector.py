@@ -37,220 +37,28 @@ from __future__ import annotations
 import multiprocessing as mp
 import sys
 import traceback
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-import numpy as np
+from flexmg.vector_base import EnvFn, EnvRunner, EpisodeResult, VectorEnvBase, WorkerError
 
-from flexmg.env import FlexMGEnv, TurnRecord
+# Old private names, kept for code that imported them.
+_VectorBase = VectorEnvBase
+_EnvRunner = EnvRunner
 
-EnvFn = Callable[[], FlexMGEnv]
-
-
-@dataclass
-class EpisodeResult:
-    """A finished episode: which env, its seed and task, the transcript and metrics."""
-
-    env_index: int
-    seed: int | None
-    task_id: str
-    transcript: list[TurnRecord]
-    metrics: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def success(self) -> bool:
-        return bool(self.metrics.get("success", False))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "env_index": self.env_index,
-            "seed": self.seed,
-            "task_id": self.task_id,
-            "metrics": self.metrics,
-            "transcript": [r.to_dict() for r in self.transcript],
-        }
+__all__ = [
+    "AsyncVectorEnv",
+    "EnvFn",
+    "EpisodeResult",
+    "SyncVectorEnv",
+    "VectorEnvBase",
+    "WorkerError",
+    "make_vec",
+]
 
 
-class _EnvRunner:
-    """Drives one env for the vector API: skips dead steps, records finished episodes."""
-
-    def __init__(self, env: FlexMGEnv, index: int) -> None:
-        self.env = env
-        self.index = index
-        self.seed: int | None = None
-        self.result: EpisodeResult | None = None
-
-    def reset(self, seed: int | None, options: dict | None) -> str | None:
-        self.seed = seed
-        self.result = None
-        self.env.reset(seed=seed, options=options)
-        return self.pending()
-
-    def pending(self) -> str | None:
-        env = self.env
-        while env.agents and (
-            env.terminations[env.agent_selection] or env.truncations[env.agent_selection]
-        ):
-            env.step(None)
-        if not env.agents:
-            if self.result is None:
-                self.result = EpisodeResult(
-                    env_index=self.index,
-                    seed=self.seed,
-                    task_id=env.task.id if env.task else "",
-                    transcript=list(env.transcript),
-                    metrics=dict(env.episode_metrics),
-                )
-            return None
-        return env.agent_selection
-
-    def observe(self, role: str) -> dict | None:
-        return self.env.observe(role) if self.pending() == role else None
-
-    def step(self, role: str, action: str | None) -> tuple[str | None, EpisodeResult | None]:
-        if self.pending() != role:
-            return self.pending(), None
-        if action is None:
-            raise ValueError(
-                f"env {self.index} is waiting on role {role!r}: its action must be a str, got None"
-            )
-        self.env.step(action)
-        pending = self.pending()
-        return pending, (self.result if pending is None else None)
-
-
-class _VectorBase:
-    """Shared logic of the sync and async vector envs."""
-
-    num_envs: int
-    possible_agents: list[str]
-
-    def __init__(self, num_envs: int, autoreset: bool) -> None:
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        self.num_envs = num_envs
-        self.autoreset = autoreset
-        self._pending: list[str | None] = [None] * num_envs
-        self._results: list[EpisodeResult | None] = [None] * num_envs
-        self._seeds: list[int | None] = [None] * num_envs
-        self._has_reset = False
-        self.finished: list[EpisodeResult] = []
-
-    # subclasses implement these four
-    def _reset_one(self, i: int, seed: int | None, options: dict | None) -> str | None: ...
-    def _observe_many(self, role: str, idx: list[int]) -> list[dict | None]: ...
-    def _step_many(
-        self, role: str, idx: list[int], actions: list[str]
-    ) -> list[tuple[str | None, EpisodeResult | None]]: ...
-    def close(self) -> None: ...
-
-    def reset(self, seed: int | Sequence[int] | None = None, options: dict | None = None) -> None:
-        """Reset every env; env ``i`` gets ``seed + i`` (or ``seed[i]`` for a list)."""
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, (int, np.integer)):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = [int(s) for s in seed]
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"got {len(seeds)} seeds for {self.num_envs} envs")
-        self._seeds = seeds
-        self._results = [None] * self.num_envs
-        self.finished = []
-        self._pending = self._reset_all(seeds, options)
-        self._has_reset = True
-
-    def _reset_all(self, seeds: list[int | None], options: dict | None) -> list[str | None]:
-        return [self._reset_one(i, s, options) for i, s in enumerate(seeds)]
-
-    def _require_reset(self) -> None:
-        if not self._has_reset:
-            raise RuntimeError("call vec.reset() before stepping the vector env")
-
-    def pending_roles(self) -> list[str | None]:
-        """The role each env waits on (``None`` for a finished env)."""
-        return list(self._pending)
-
-    def mask(self, role: str) -> np.ndarray:
-        """Boolean array: which envs wait on ``role``."""
-        return np.array([p == role for p in self._pending], dtype=bool)
-
-    def all_done(self) -> bool:
-        """True when every env has finished its episode (never with autoreset)."""
-        self._require_reset()
-        return all(p is None for p in self._pending)
-
-    def next_role(self) -> str:
-        """The role most unfinished envs wait on (ties: declaration order)."""
-        self._require_reset()
-        counts = Counter(p for p in self._pending if p is not None)
-        if not counts:
-            raise RuntimeError("all episodes are finished: call vec.reset()")
-        order = {r: i for i, r in enumerate(self.possible_agents)}
-        return max(counts, key=lambda r: (counts[r], -order.get(r, 0)))
-
-    def observe(self, role: str) -> list[dict | None]:
-        """One observation per env: a dict where the env waits on ``role``, else ``None``."""
-        self._require_reset()
-        idx = [i for i, p in enumerate(self._pending) if p == role]
-        obs: list[dict | None] = [None] * self.num_envs
-        for i, o in zip(idx, self._observe_many(role, idx)):
-            obs[i] = o
-        return obs
-
-    def step(self, role: str, actions: Sequence[str | None]) -> np.ndarray:
-        """Apply ``actions[i]`` in every env waiting on ``role`` (others are ignored).
-
-        Returns a boolean array: which envs finished their episode with this step.
-        """
-        self._require_reset()
-        if len(actions) != self.num_envs:
-            raise ValueError(
-                f"step() needs one action per env ({self.num_envs}), got {len(actions)}"
-            )
-        idx = [i for i, p in enumerate(self._pending) if p == role]
-        for i in idx:
-            if not isinstance(actions[i], str):
-                raise TypeError(
-                    f"env {i} waits on role {role!r}: its action must be a str, "
-                    f"got {type(actions[i]).__name__}"
-                )
-        done = np.zeros(self.num_envs, dtype=bool)
-        for i, (pending, result) in zip(idx, self._step_many(role, idx, [actions[i] for i in idx])):
-            self._pending[i] = pending
-            if result is not None:
-                done[i] = True
-                self._results[i] = result
-                if self.autoreset:
-                    self.finished.append(result)
-                    seed = self._seeds[i]
-                    self._seeds[i] = None if seed is None else seed + self.num_envs
-                    self._pending[i] = self._reset_one(i, self._seeds[i], None)
-        return done
-
-    def episodes(self) -> list[EpisodeResult]:
-        """The finished episode of every env (after ``all_done()``), in env order."""
-        missing = [i for i, r in enumerate(self._results) if r is None]
-        if missing:
-            raise RuntimeError(f"envs {missing} have not finished their episode yet")
-        return list(self._results)  # type: ignore[arg-type]
-
-    def pop_finished(self) -> list[EpisodeResult]:
-        """With autoreset: the episodes finished since the last call."""
-        out, self.finished = self.finished, []
-        return out
-
-    def __enter__(self) -> _VectorBase:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class SyncVectorEnv(_VectorBase):
+class SyncVectorEnv(VectorEnvBase):
     """``num_envs`` Flex-MG envs stepped in lockstep in this process.
 
     Args:
@@ -262,7 +70,7 @@ class SyncVectorEnv(_VectorBase):
         super().__init__(len(env_fns), autoreset)
         self.envs = [fn() for fn in env_fns]
         self.possible_agents = list(self.envs[0].possible_agents)
-        self._runners = [_EnvRunner(e, i) for i, e in enumerate(self.envs)]
+        self._runners = [EnvRunner(e, i) for i, e in enumerate(self.envs)]
 
     def _reset_one(self, i: int, seed: int | None, options: dict | None) -> str | None:
         return self._runners[i].reset(seed, options)
@@ -280,9 +88,9 @@ class SyncVectorEnv(_VectorBase):
 
 def _worker(remote: Any, parent_remote: Any, env_fn: EnvFn, index: int) -> None:
     parent_remote.close()
-    runner: _EnvRunner | None = None
+    runner: EnvRunner | None = None
     try:
-        runner = _EnvRunner(env_fn(), index)
+        runner = EnvRunner(env_fn(), index)
         remote.send(("ok", list(runner.env.possible_agents)))
         while True:
             cmd, args = remote.recv()
@@ -313,11 +121,7 @@ def _worker(remote: Any, parent_remote: Any, env_fn: EnvFn, index: int) -> None:
         remote.close()
 
 
-class WorkerError(RuntimeError):
-    """An exception raised inside an ``AsyncVectorEnv`` worker."""
-
-
-class AsyncVectorEnv(_VectorBase):
+class AsyncVectorEnv(VectorEnvBase):
     """``num_envs`` Flex-MG envs, each in its own worker process, stepped in lockstep.
 
     Every command is sent to all involved workers before any answer is read,
@@ -415,7 +219,7 @@ def make_vec(
     vectorization: str = "sync",
     autoreset: bool = False,
     **kwargs: Any,
-) -> _VectorBase:
+) -> VectorEnvBase:
     """``num_envs`` copies of a registered env (see :func:`flexmg.make_vec`)."""
     from flexmg.registration import make
 

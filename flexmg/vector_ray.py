@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from flexmg.vector import EnvFn, WorkerError, _EnvRunner, _VectorBase
+from flexmg.vector_base import EnvFn, EnvRunner, VectorEnvBase, WorkerError
 
 __all__ = ["RayVectorEnv"]
 
@@ -38,7 +38,7 @@ class _EnvActor:
     """Some envs inside one Ray actor, stepped one after another (same driver as elsewhere)."""
 
     def __init__(self, env_fns: list[EnvFn], indices: list[int]) -> None:
-        self.runners = {i: _EnvRunner(fn(), i) for fn, i in zip(env_fns, indices, strict=True)}
+        self.runners = {i: EnvRunner(fn(), i) for fn, i in zip(env_fns, indices, strict=True)}
 
     def possible_agents(self) -> list[str]:
         return list(next(iter(self.runners.values())).env.possible_agents)
@@ -51,7 +51,7 @@ class _EnvActor:
             runner.env.close()
 
 
-class RayVectorEnv(_VectorBase):
+class RayVectorEnv(VectorEnvBase):
     """``num_envs`` Flex-MG envs spread over Ray actors, stepped in lockstep.
 
     Env ``i`` lives in actor ``i % num_actors``. Every call goes to all involved

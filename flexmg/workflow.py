@@ -37,6 +37,18 @@ from flexmg.env import FlexMGEnv, GraphFn, Judgement, TurnRecord
 from flexmg.graph import DependencyGraph
 from flexmg.tasks import Task, TaskSource
 
+#: The keywords every workflow env takes (its ``options`` come on top).
+ENV_KEYWORDS = (
+    "tasks",
+    "split",
+    "horizon",
+    "max_rounds",
+    "roles",
+    "prompts",
+    "max_action_chars",
+    "render_mode",
+)
+
 RewardFn = Callable[[Task, Sequence[TurnRecord]], float | Judgement]
 TaskFactory = Callable[[Any, str], TaskSource]
 
@@ -64,6 +76,9 @@ class Workflow:
             ``reward`` when the reward needs resources (e.g. a sandbox); the
             ``options`` are the workflow's ``options`` updated by ``make`` kwargs.
         options: extra keyword arguments the env accepts, with defaults.
+        task_views: role -> ``(task) -> str``, what that role sees of the task
+            (default: the task's prompt); a role can be kept from seeing the
+            task at all, so that it depends on its predecessors' messages.
     """
 
     name: str
@@ -76,6 +91,7 @@ class Workflow:
     description: str = ""
     reward_factory: Callable[[dict[str, Any]], RewardFn] | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    task_views: Mapping[str, Callable[[Task], str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.roles:
@@ -86,6 +102,12 @@ class Workflow:
             )
         if self.tasks is None:
             raise ValueError(f"workflow {self.name!r} needs a task source (tasks=...)")
+        unknown = sorted(set(self.task_views) - set(self.roles))
+        if unknown:
+            raise ValueError(
+                f"workflow {self.name!r}: task_views names unknown roles {unknown}; "
+                f"roles: {list(self.roles)}"
+            )
         self.default_graph()  # validate edges now, not at make time
 
     def default_graph(self, roles: Sequence[str] | None = None) -> DependencyGraph:
@@ -96,11 +118,26 @@ class Workflow:
         return DependencyGraph(roles, self.edges)
 
     def make_env(self, **kwargs: Any) -> WorkflowEnv:
-        """Build the env. Keywords: ``tasks``, ``split``, ``horizon``, ``roles``,
-        ``prompts``, ``max_action_chars``, ``render_mode``, plus the workflow's ``options``."""
+        """Build the env. Keywords: ``tasks``, ``split``, ``horizon``, ``max_rounds``,
+        ``roles``, ``prompts``, ``max_action_chars``, ``render_mode``, plus the
+        workflow's ``options``."""
         return WorkflowEnv(self, **kwargs)
 
     __call__ = make_env
+
+
+def current_round(transcript: Sequence[TurnRecord]) -> list[TurnRecord]:
+    """The turns of the latest round of ``transcript`` (what a reward usually grades).
+
+    >>> from flexmg.env import TurnRecord
+    >>> turns = [TurnRecord(0, "a", 0, {}, "x"), TurnRecord(1, "a", 0, {}, "y")]
+    >>> [t.action for t in current_round(turns)]
+    ['y']
+    """
+    if not transcript:
+        return []
+    last = transcript[-1].round
+    return [r for r in transcript if r.round == last]
 
 
 def _resolve_roles(
@@ -134,6 +171,7 @@ class WorkflowEnv(FlexMGEnv):
         tasks: Any = None,
         split: str = "train",
         horizon: int | None = None,
+        max_rounds: int | None = None,
         roles: Any = None,
         prompts: Mapping[str, str] | None = None,
         max_action_chars: int = 8192,
@@ -142,16 +180,7 @@ class WorkflowEnv(FlexMGEnv):
     ) -> None:
         unknown = sorted(set(options) - set(workflow.options))
         if unknown:
-            accepted = [
-                "tasks",
-                "split",
-                "horizon",
-                "roles",
-                "prompts",
-                "max_action_chars",
-                "render_mode",
-                *workflow.options,
-            ]
+            accepted = [*ENV_KEYWORDS, *workflow.options]
             raise TypeError(
                 f"{workflow.name} got unexpected keyword(s) {unknown}; accepted: {accepted}"
             )
@@ -167,6 +196,7 @@ class WorkflowEnv(FlexMGEnv):
             graph=graph,
             instructions=role_prompts,
             horizon=workflow.horizon if horizon is None else horizon,
+            max_rounds=max_rounds,
             max_action_chars=max_action_chars,
             render_mode=render_mode,
             name=workflow.name,
@@ -217,6 +247,10 @@ class WorkflowEnv(FlexMGEnv):
     def sample_task(self, rng: np.random.Generator) -> Task:
         bound = self._size if self._size else 2**62
         return self.task_source.get(int(rng.integers(0, bound)))
+
+    def task_text(self, agent: str) -> str:
+        view = self.workflow.task_views.get(agent)
+        return super().task_text(agent) if view is None else str(view(self.task))
 
     def judge(self, task: Task, transcript: Sequence[TurnRecord], round_index: int) -> Judgement:
         result = self._reward(task, transcript)

@@ -18,9 +18,9 @@ def run_cli(*args, stdin=""):
 def test_list_shows_roles_graph_and_description(capsys):
     assert main(["list", "--json"]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["echo-v0"]["roles"] == "a -> b"
-    assert rows["echo-v0"]["graph"] == "a->b"
-    assert "math-4agent-v0" in rows and rows["math-4agent-v0"]["description"]
+    assert rows["echo-v1"]["roles"] == "a -> b"
+    assert rows["echo-v1"]["graph"] == "a->b"
+    assert "math-4agent-v1" in rows and rows["math-4agent-v1"]["description"]
 
 
 def test_check_prints_verdict(capsys):

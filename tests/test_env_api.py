@@ -34,10 +34,11 @@ def test_turn_order_follows_graph_and_context_shows_predecessors():
     assert env.episode_metrics["success"] is True
 
 
-def test_horizon_truncates_and_feedback_flows():
+def test_the_last_round_ends_the_game_and_feedback_flows():
     env = play(flexmg.make("echo", horizon=3), lambda a, o: "x" + a)
     assert env.episode_metrics["rounds"] == 3
     assert env.episode_metrics["success"] is False
+    assert env.episode_metrics["truncated"] is False  # the game is over: terminated
     rounds = [r.round for r in env.transcript]
     assert rounds == [0, 0, 1, 1, 2, 2]
     assert env.transcript[2].observation["feedback"].startswith("b said")

@@ -41,11 +41,14 @@ def test_deterministic_by_split_and_index(name: str, difficulty: int) -> None:
 def test_train_and_eval_never_overlap(name: str, difficulty: int) -> None:
     train = GENERATORS[name](difficulty=difficulty, split="train")
     evals = GENERATORS[name](difficulty=difficulty, split="eval")
-    train_prompts = {train.get(i).prompt for i in range(400)}
-    eval_prompts = {evals.get(i).prompt for i in range(100)}
-    assert not train_prompts & eval_prompts
-    assert not any(in_eval_split(p) for p in train_prompts)
-    assert all(in_eval_split(p) for p in eval_prompts)
+    train_tasks = [train.get(i) for i in range(400)]
+    eval_tasks = [evals.get(i) for i in range(100)]
+    assert not {t.prompt for t in train_tasks} & {t.prompt for t in eval_tasks}
+    train_forms = {t.meta["canonical"] for t in train_tasks}
+    eval_forms = {t.meta["canonical"] for t in eval_tasks}
+    assert not train_forms & eval_forms  # no canonical form is on both sides
+    assert not any(in_eval_split(c) for c in train_forms)
+    assert all(in_eval_split(c) for c in eval_forms)
 
 
 def _eval_arith(text: str) -> Fraction:
@@ -127,17 +130,18 @@ def test_fraction_answers_are_reduced() -> None:
                 assert Fraction(num, den).denominator == den and den > 1
 
 
-def test_arithmetic_difficulty_one_is_tiny() -> None:
+def test_arithmetic_difficulty_one_is_two_operands_up_to_40() -> None:
     src = GENERATORS["arithmetic"](difficulty=1)
     seen = set()
     for i in range(500):
         task = src.get(i)
-        m = re.fullmatch(r"What is (\d) ([+-]) (\d)\?", task.prompt)
+        m = re.fullmatch(r"What is (\d+) ([+-]) (\d+)\?", task.prompt)
         assert m, task.prompt
         a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+        assert max(a, b) <= 40
         assert int(task.answer) == (a + b if op == "+" else a - b) >= 0
         seen.add(task.prompt)
-    assert len(seen) > 100  # covers most of the 145 possible problems
+    assert len(seen) > 400  # 500 draws from about two thousand training prompts
 
 
 @pytest.mark.parametrize("name", NAMES)

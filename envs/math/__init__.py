@@ -13,7 +13,7 @@ from .boxed import extract_boxed
 from .generators import GENERATORS
 from .grader import REASONS, GradeResult, configure, grade, grade_detailed, shutdown
 from .settings import DATASET_DEFAULTS, GradingSettings, settings_for_task
-from .sources import make_math_source
+from .sources import distinct_prompts, make_math_source
 
 __all__ = [
     "DATASET_DEFAULTS",
@@ -22,6 +22,7 @@ __all__ = [
     "GradeResult",
     "GradingSettings",
     "configure",
+    "distinct_prompts",
     "extract_boxed",
     "grade",
     "grade_detailed",

@@ -3,6 +3,10 @@
 Example:
     >>> make_math_source({"name": "linear", "difficulty": 3}).get(0).meta["difficulty"]
     3
+    >>> make_math_source({"name": "arithmetic", "max_operand": 50, "ops": "+-"}).config.max_operand
+    50
+    >>> len(distinct_prompts()) >= 300  # the default task's held-out prompts
+    True
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ DEFAULT_TASKS = "arithmetic"
 
 def _known() -> str:
     return (
-        f"known generators: {sorted(GENERATORS)} (or {{'name': ..., 'difficulty': 1-5}}); "
+        f"known generators: {sorted(GENERATORS)} (or {{'name': ..., 'difficulty': 1-5, "
+        "config fields...}}); "
         f"dataset files {list(FILE_SUFFIXES)} in formats {list(FORMATS)}; a Hugging Face "
         "datasets.Dataset; or a list of flexmg.tasks.Task"
     )
@@ -32,7 +37,8 @@ def make_math_source(tasks: Any = None, split: Split = "train", **cfg: Any) -> T
 
     Args:
         tasks: ``None`` (arithmetic, difficulty 1), a generator name, a dict
-            ``{"name": ..., **generator kwargs}``, a path to a dataset file, a
+            ``{"name": ..., "difficulty": ..., **config fields}`` (e.g.
+            ``{"name": "arithmetic", "max_operand": 50, "ops": "+-"}``), a path to a dataset file, a
             Hugging Face ``datasets.Dataset``, or a list of :class:`Task`.
         split: ``"train"``, ``"eval"`` or ``"all"``; train and eval never overlap.
         **cfg: generator kwargs (``difficulty``, ``seed``, ``eval_fraction``), or
@@ -84,3 +90,20 @@ def _no_extra(unknown: set[str]) -> None:
             f"unexpected options {sorted(unknown)} for a finite task source; "
             "only 'eval_fraction' and 'name' apply (generator options need a generator name)"
         )
+
+
+def distinct_prompts(tasks: Any = None, split: Split = "eval", **cfg: Any) -> list[str]:
+    """The sorted distinct prompts of a math task source's ``split`` (default: held out).
+
+    Works for generators whose problem space is enumerable (the default task)
+    and for finite sources (files, datasets, task lists); other generators
+    raise ``TypeError``. Same arguments as :func:`make_math_source`.
+
+    >>> distinct_prompts({"name": "arithmetic", "max_operand": 2}, split="all")[:2]
+    ['What is 0 + 0?', 'What is 0 + 1?']
+    """
+    source = make_math_source(tasks, split=split, **cfg)
+    prompts = getattr(source, "distinct_prompts", None)
+    if prompts is None:
+        raise TypeError(f"cannot list the prompts of {source!r}")
+    return prompts()

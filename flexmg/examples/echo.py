@@ -3,11 +3,16 @@ repeats the word ``a`` said.
 
 It is the documentation example of the API: a :class:`flexmg.Workflow` with a
 task source, a dependency edge and a reward function, registered as
-``echo-v0``. It needs no model, no sandbox and no data.
+``echo-v1``. It needs no model, no sandbox and no data.
+
+Version history:
+    v1: judging the last round terminates the episode (v0 truncated it at
+        the horizon).
+    v0: first release.
 
 Example:
     >>> import flexmg
-    >>> env = flexmg.make("echo-v0")
+    >>> env = flexmg.make("echo-v1")
     >>> env.reset(seed=3)
     >>> word = env.observe("a")["task"].removeprefix("Say: ")
     >>> env.step(word)                  # a says the word

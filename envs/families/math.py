@@ -1,0 +1,204 @@
+"""The math family: a team of roles solves a math problem; one boxed answer is graded.
+
+| | |
+|---|---|
+| Ids | ``math-1agent-v1``, ``math-2agent-v1``, ``math-3agent-v1``, ``math-4agent-v1`` |
+| Agents (graph order) | 1: solver; 2: solver -> verifier; 3: planner -> solver -> verifier; 4: decomposer -> planner -> executor -> verifier |
+| Graph | full chain: each role sees every earlier role's message of the round |
+| Observation keys | ``task``, ``role``, ``instructions``, ``round``, ``context``, ``feedback`` |
+| Action | text (``str``; cut at ``max_action_chars`` and flagged) |
+| Reward | 1.0 when the graded role's single ``\\boxed{}`` answer equals the gold answer (math-verify), else 0.0; an episode's rewards add up to its final score |
+| Graded role | the last role of the round (verifier; the solver alone in math-1agent) |
+| Episode end | terminated when solved or when the last round (``horizon``, default 1) is judged; truncated only by ``max_rounds`` |
+| Arguments | ``tasks`` (default: ``arithmetic`` difficulty 1), ``split``, ``horizon``, ``max_rounds``, ``roles``, ``prompts``, ``max_action_chars``, ``render_mode``, ``grade_timeout`` |
+| Credit info | ``infos[role]``: ``own_correct``, ``format_ok``, ``answer_correct``, ``format_error``, ``grade_reason``, ``graded`` |
+
+``format_ok`` is True when the message gives exactly one boxed answer (the same
+box repeated counts once); ``answer_correct`` says whether the role's answer
+has the right value however it is written: the boxed answer when there is one,
+else the last number or fraction in the message (None for a role whose
+message holds none; the graded role always gets a bool).
+
+Version history:
+    v1: judging the last round terminates the episode (v0 truncated it at
+        the horizon, which Gymnasium reads as "the game could go on"); the
+        role infos gain ``format_ok`` and ``answer_correct``; the default
+        task is arithmetic with operands up to 40 (v0: single digits, only
+        26 distinct held-out prompts) split on canonical forms, so ``3 + 4``
+        and ``4 + 3`` are never on both sides.
+    v0: first release.
+
+Example:
+    >>> import flexmg
+    >>> env = flexmg.make("math-2agent")
+    >>> env.possible_agents
+    ['solver', 'verifier']
+    >>> env.reset(seed=0)
+    >>> env.step("I think it is 3.")
+    >>> env.step(f"\\\\boxed{{{env.task.answer}}}")
+    >>> env.terminations["verifier"], env.infos["solver"]["format_ok"]
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from flexmg.envs.families.common import judge_turns, team_workflows
+
+from flexmg.env import Judgement, TurnRecord
+from flexmg.tasks import Task, TaskSource
+from flexmg.workflow import Workflow
+
+VERSION = 1
+
+#: Env name -> its roles in graph order (the last one is graded).
+TEAMS: dict[str, tuple[str, ...]] = {
+    "math-1agent": ("solver",),
+    "math-2agent": ("solver", "verifier"),
+    "math-3agent": ("planner", "solver", "verifier"),
+    "math-4agent": ("decomposer", "planner", "executor", "verifier"),
+}
+
+BOX = "Put the final answer, and nothing else, inside \\boxed{}."
+
+PROMPTS: dict[str, str] = {
+    "solver": f"You are the solver. Solve the problem step by step. {BOX}",
+    "verifier": (
+        "You are the verifier. Check the previous answer carefully; if it is wrong, correct it. "
+        f"Restate the final answer. {BOX}"
+    ),
+    "planner": "You are the planner. Outline a short plan to solve the problem; do not solve it.",
+    "decomposer": (
+        "You are the decomposer. Break the problem into small sub-questions, in order; "
+        "do not solve them."
+    ),
+    "executor": f"You are the executor. Follow the plan and compute the answer. {BOX}",
+}
+
+OPTIONS: dict[str, Any] = {"grade_timeout": 1.0}
+
+# A number as an answer may be written: 1,234 / -3.5 / 3/4 / \frac{3}{4} / -\dfrac{1}{2}.
+_LAST_VALUE = re.compile(
+    r"-?\\[dt]?frac\{-?\d+\}\{\d+\}|-?\d{1,3}(?:,\d{3})+(?!\d)|-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?"
+)
+_VALUE_SCAN_CHARS = 65536  # the last value is looked for in the message's tail
+
+
+def math_task_source(spec: Any, split: str) -> TaskSource:
+    """``tasks=`` of the math envs: a generator name/dict, a data file, a dataset or tasks."""
+    from flexmg.envs.math import make_math_source
+
+    return make_math_source(spec, split=split)
+
+
+def last_value(text: str) -> str | None:
+    """The last number or fraction written in ``text`` (None when there is none).
+
+    >>> last_value("7 + 5 = 12, so the total is 12.")
+    '12'
+    >>> last_value(r"x = -\\frac{3}{4}") == r"-\\frac{3}{4}"
+    True
+    >>> last_value("no digits") is None
+    True
+    """
+    from flexmg.envs.math.boxed import sanitize
+
+    matches = _LAST_VALUE.findall(sanitize(text[-_VALUE_SCAN_CHARS:]))
+    if not matches:
+        return None
+    return re.sub(r"\s+", "", matches[-1]).replace(",", "")
+
+
+class MathReward:
+    """Score = the graded role's boxed answer checked by :func:`flexmg.envs.math.grade_detailed`.
+
+    Every role also gets credit info (see the module docstring).
+    """
+
+    def __init__(self, grade_timeout: float = 1.0) -> None:
+        self.grade_timeout = float(grade_timeout)
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> MathReward:
+        """Build from the env's options (``grade_timeout``)."""
+        return cls(grade_timeout=options.get("grade_timeout", 1.0))
+
+    def _grade(self, text: str, gold: str) -> Any:
+        from flexmg.envs.math import grade_detailed
+
+        return grade_detailed(text, gold, timeout=self.grade_timeout)
+
+    def _value_correct(self, text: str, gold: str) -> bool | None:
+        value = last_value(text)
+        if value is None:
+            return None
+        return self._grade(f"\\boxed{{{value}}}", gold).score >= 1.0
+
+    def credit(self, turn: TurnRecord, task: Task, graded: bool) -> tuple[dict[str, Any], Any]:
+        """The credit info of one turn, and its grade result (None when not graded)."""
+        boxed = "\\boxed" in turn.action or "\\fbox" in turn.action
+        if not (graded or boxed):
+            info = {"own_correct": None, "format_error": False, "graded": False}
+            info.update(
+                format_ok=False, answer_correct=self._value_correct(turn.action, task.answer)
+            )
+            return info, None
+        result = self._grade(turn.action, task.answer)
+        own_correct = result.score >= 1.0
+        format_ok = not result.format_error
+        answer_correct = own_correct if format_ok else self._value_correct(turn.action, task.answer)
+        if graded and answer_correct is None:
+            answer_correct = False
+        info = {
+            "own_correct": own_correct,
+            "format_error": bool(result.format_error),
+            "format_ok": format_ok,
+            "answer_correct": answer_correct,
+            "grade_reason": result.reason,
+            "graded": graded,
+        }
+        return info, result
+
+    def __call__(self, task: Task, transcript: Sequence[TurnRecord]) -> Judgement:
+        """Judge the latest round."""
+        graded, role_info, result = judge_turns(self.credit, task, transcript)
+        if result.score >= 1.0:
+            feedback = "The final answer is correct."
+        elif result.format_error:
+            feedback = (
+                f"No single final answer was found ({result.reason}): "
+                "put exactly one answer inside \\boxed{}."
+            )
+        else:
+            feedback = f"The final answer {result.extracted!s:.200} is incorrect. Try again."
+        team = role_info[graded.role]
+        return Judgement(
+            score=float(result.score),
+            feedback=feedback,
+            role_info=role_info,
+            metrics={
+                "graded_role": graded.role,
+                "grade_reason": result.reason,
+                "format_ok": team["format_ok"],
+                "answer_correct": team["answer_correct"],
+            },
+        )
+
+
+#: Env name -> its workflow; registered as ``<name>-v<VERSION>``.
+WORKFLOWS: dict[str, Workflow] = team_workflows(
+    TEAMS,
+    prompts=PROMPTS,
+    describe=lambda roles: f"math: {' -> '.join(roles)} (graded)",
+    tasks=math_task_source,
+    reward_factory=MathReward.from_options,
+    options=OPTIONS,
+)
+
+math_1agent = WORKFLOWS["math-1agent"]
+math_2agent = WORKFLOWS["math-2agent"]
+math_3agent = WORKFLOWS["math-3agent"]
+math_4agent = WORKFLOWS["math-4agent"]

@@ -126,30 +126,30 @@ class MathReward:
         """Build from the env's options (``grade_timeout``)."""
         return cls(grade_timeout=options.get("grade_timeout", 1.0))
 
-    def _grade(self, text: str, gold: str) -> Any:
-        from flexmg.envs.math import grade_detailed
+    def _grade(self, text: str, task: Task) -> Any:
+        from flexmg.envs.math import grade_detailed, settings_for_task
 
-        return grade_detailed(text, gold, timeout=self.grade_timeout)
+        return grade_detailed(
+            text, task.answer, timeout=self.grade_timeout, settings=settings_for_task(task)
+        )
 
-    def _value_correct(self, text: str, gold: str) -> bool | None:
+    def _value_correct(self, text: str, task: Task) -> bool | None:
         value = last_value(text)
         if value is None:
             return None
-        return self._grade(f"\\boxed{{{value}}}", gold).score >= 1.0
+        return self._grade(f"\\boxed{{{value}}}", task).score >= 1.0
 
     def credit(self, turn: TurnRecord, task: Task, graded: bool) -> tuple[dict[str, Any], Any]:
         """The credit info of one turn, and its grade result (None when not graded)."""
         boxed = "\\boxed" in turn.action or "\\fbox" in turn.action
         if not (graded or boxed):
             info = {"own_correct": None, "format_error": False, "graded": False}
-            info.update(
-                format_ok=False, answer_correct=self._value_correct(turn.action, task.answer)
-            )
+            info.update(format_ok=False, answer_correct=self._value_correct(turn.action, task))
             return info, None
-        result = self._grade(turn.action, task.answer)
+        result = self._grade(turn.action, task)
         own_correct = result.score >= 1.0
         format_ok = not result.format_error
-        answer_correct = own_correct if format_ok else self._value_correct(turn.action, task.answer)
+        answer_correct = own_correct if format_ok else self._value_correct(turn.action, task)
         if graded and answer_correct is None:
             answer_correct = False
         info = {

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from flexmg.tasks import Split, Task, in_eval_split, stable_hash
+from flexmg.tasks import Split, Task, TaskSource, in_eval_split, stable_hash
 
 from .procedural_spec import (
     COMPARISONS,
@@ -283,8 +283,14 @@ def _draw_spec(rng: random.Random, cfg: ProceduralCodeConfig) -> Spec:
 
 
 def _degenerate(spec: Spec, outcomes: tuple[str, ...]) -> bool:
-    """A constant function, or a branch that behaves like one of its arms."""
+    """A constant function, a step that changes nothing (``s[:3][-5:]``), or a
+    branch that behaves like one of its arms."""
     if len(set(outcomes)) == 1:
+        return True
+    if any(
+        label == "missing_step" and behaviour(shorter) == outcomes
+        for label, shorter in mutations(spec)
+    ):
         return True
     if spec["kind"] != "branch":
         return False
@@ -549,6 +555,8 @@ def wrong_solution(task: Task, rng: random.Random) -> str:
     >>> wrong_solution(task, random.Random(0)) != task.answer
     True
     """
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
     options = wrong_solutions(task)
     if not options:
         raise RuntimeError(f"task {task.id!r} has no systematic wrong variant (please report it)")
@@ -557,7 +565,8 @@ def wrong_solution(task: Task, rng: random.Random) -> str:
 
 # ----------------------------------------------------------------- registration
 
-#: Procedural code task families by name, as ``make_code_source`` and ``tasks=`` know them.
-CODE_GENERATORS: dict[str, type[ProceduralCodeTasks]] = {
+#: Procedural code task families by name, as ``make_code_source`` and ``tasks=`` know them:
+#: each takes ``difficulty, seed, split, eval_fraction`` keywords and returns a TaskSource.
+CODE_GENERATORS: dict[str, Callable[..., TaskSource]] = {
     ProceduralCodeTasks.family: ProceduralCodeTasks,
 }

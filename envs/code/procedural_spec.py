@@ -38,7 +38,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import operator
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -403,7 +402,7 @@ def render_prompt(spec: Spec, example: list[Any] | None = None) -> str:
 
 # ----------------------------------------------------------------- mistakes
 
-_OP_SWAPS = {"+": ("-", "*"), "-": ("+",), "*": ("+", "//"), "//": ("%", "*"), "%": ("//",)}
+_OP_SWAPS = {"+": ("-", "*"), "-": ("+",), "*": ("+",), "//": ("%", "*"), "%": ("//",)}
 _CMP_SWAPS = {
     ">": (">=", "<"),
     "<": ("<=", ">"),
@@ -448,9 +447,8 @@ def _cond_mutations(cond: list[Any]) -> Iterator[tuple[str, list[Any]]]:
 
 
 def _with(spec: Spec, key: str, value: Any) -> Spec:
-    out = copy.deepcopy(spec)
-    out[key] = value
-    return out
+    """A copy of ``spec`` with ``key`` replaced (the rest is shared, never mutated)."""
+    return {**spec, key: value}
 
 
 def mutations(spec: Spec) -> Iterator[tuple[str, Spec]]:

@@ -4,6 +4,7 @@ graded through the real local sandbox, wrong variants, and the code envs on it."
 from __future__ import annotations
 
 import dataclasses
+import doctest
 import random
 
 import pytest
@@ -16,7 +17,10 @@ from flexmg.envs.code import (
     canonical_key,
     grade_many,
     make_code_source,
+    procedural,
+    procedural_spec,
     reference_solution,
+    source,
     wrong_solution,
     wrong_solutions,
 )
@@ -350,3 +354,10 @@ def test_hostile_replies_never_crash_the_procedural_env():
         assert env.episode_metrics["score"] == 0.0 and env.episode_metrics["rounds"] == 2
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(
+    "module", [procedural, procedural_spec, source], ids=lambda m: m.__name__.rsplit(".", 1)[1]
+)
+def test_the_docstring_examples_run(module):
+    assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0

@@ -518,7 +518,8 @@ def reference_solution(task: Task) -> str:
     """The canonical solution of a procedural task: a complete ``def f(...)``.
 
     >>> print(reference_solution(ProceduralCodeTasks(difficulty=1, seed=2).get(0)), end="")
-    def f(...
+    def f(xs):
+        return max(xs)
     """
     return render_code(_spec_of(task))
 

@@ -9,21 +9,16 @@ wrong variants a noisy teacher draws from). Nothing here runs generated code:
 expected values come from interpreting the spec, and the sandbox tests that
 the rendered code agrees.
 
-Spec kinds (``spec["kind"]``) and their arguments:
+Spec kinds (``spec["kind"]``), with the arguments of ``f``:
 
-=============  ========  =====================================================
-kind           args      meaning
-=============  ========  =====================================================
-``arith``      x         ``steps`` applied to x (``x * 3 + 1``)
-``binary``     a, b      ``a + b``, ``a - b``, ``a * b``, ``max``, ``min``,
-                         then ``steps``
-``branch``     x         ``arms`` ``[cond, steps]`` tried in order, else
-                         ``otherwise`` steps
-``list_map``   xs        ``[steps(x) for x in xs if keep(x)]``
-``list_reduce`` xs       ``sum``/``len``/``max``/``min`` of the mapped,
-                         kept elements
-``string``     s         string ``ops`` in order (slices, case, repeat)
-=============  ========  =====================================================
+* ``arith`` (x): ``steps`` applied to x, e.g. ``[["*", 3], ["+", 1]]`` is ``x * 3 + 1``;
+* ``binary`` (a, b): ``op`` (``+ - * max min``) of a and b, then ``steps``;
+* ``branch`` (x): ``arms`` ``[cond, steps]`` tried in order, else ``otherwise`` steps;
+* ``list_map`` (xs): ``[steps(x) for x in xs if keep(x)]`` (``keep`` may be None);
+* ``list_reduce`` (xs): ``reduce`` (``sum len max min``) of the mapped, kept elements;
+* ``string`` (s): string ``ops`` in order (slices, reversal, case, repeat, append).
+
+A step is ``[op, constant]``; a condition is ``[comparison, constant]``.
 
 Example:
     >>> spec = {"kind": "arith", "steps": [["*", 3], ["+", 1]]}

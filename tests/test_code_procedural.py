@@ -258,6 +258,10 @@ def test_the_difficulty_table_is_valid_and_a_custom_config_is_used():
     [
         ({"difficulty": 6}, ValueError),
         ({"difficulty": [0, 1]}, ValueError),
+        ({"difficulty": 2.5}, ValueError),
+        ({"difficulty": "12"}, ValueError),
+        ({"seed": "0"}, ValueError),
+        ({"eval_fraction": "0.2"}, ValueError),
         ({"split": "test"}, ValueError),
         ({"eval_fraction": 1.0}, ValueError),
         ({"config": {"n_tests": 3}}, TypeError),

@@ -362,7 +362,12 @@ def _draw_inputs(rng: random.Random, cfg: ProceduralCodeConfig, spec: Spec) -> l
 def _levels(difficulty: int | Iterable[int] | None) -> tuple[int, ...]:
     if difficulty is None:
         return DEFAULT_DIFFICULTIES
-    levels = (difficulty,) if isinstance(difficulty, int) else tuple(difficulty)
+    if isinstance(difficulty, int):
+        levels: tuple[Any, ...] = (difficulty,)
+    elif isinstance(difficulty, Iterable) and not isinstance(difficulty, (str, bytes)):
+        levels = tuple(difficulty)
+    else:
+        levels = ()
     if not levels or not all(_int_in(d, 1, 5) for d in levels):
         raise ValueError(
             f"procedural code tasks: difficulty must be an int from 1 to 5 or a collection "
@@ -402,9 +407,9 @@ class ProceduralCodeTasks:
         self.levels = _levels(difficulty)
         if split not in ("train", "eval", "all"):
             raise ValueError(f"split must be 'train', 'eval' or 'all', got {split!r}")
-        if not _int_in(seed, -(2**63), 2**63):
+        if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"seed must be an int, got {seed!r}")
-        if not 0.0 < eval_fraction < 1.0:
+        if not isinstance(eval_fraction, (int, float)) or not 0.0 < eval_fraction < 1.0:
             raise ValueError(
                 f"eval_fraction must be strictly between 0 and 1, got {eval_fraction!r}"
             )

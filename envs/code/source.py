@@ -60,8 +60,13 @@ def _resolve(tasks: TaskSpec) -> tuple[list[Task], str]:
 def _levels(difficulty: int | Iterable[int] | None) -> set[int] | None:
     if difficulty is None:
         return None
-    levels = {difficulty} if isinstance(difficulty, int) else set(difficulty)
-    if not levels or not levels <= {1, 2, 3}:
+    if isinstance(difficulty, int):
+        levels: set[Any] = {difficulty}
+    elif isinstance(difficulty, Iterable) and not isinstance(difficulty, (str, bytes)):
+        levels = set(difficulty)
+    else:
+        levels = set()
+    if not levels or not levels <= {1, 2, 3} or any(isinstance(d, bool) for d in levels):
         raise ValueError(f"difficulty must be 1, 2, 3 or a collection of them, got {difficulty!r}")
     return levels
 

@@ -275,7 +275,8 @@ def _draw_spec(rng: random.Random, cfg: ProceduralCodeConfig) -> Spec:
         reduce = rng.choice(_REDUCTIONS)
         left = n - 1
         keep = None
-        if left and reduce in ("sum", "len") and cfg.filter_rate and rng.random() < cfg.filter_rate:
+        filtered = bool(cfg.comparisons) and (reduce == "len" or rng.random() < cfg.filter_rate)
+        if left and reduce in ("sum", "len") and filtered:  # len only grows by a filter
             keep, left = _draw_cond(rng, cfg), left - 1
         steps = [] if reduce == "len" else _draw_steps(rng, cfg, left)
         return {"kind": kind, "reduce": reduce, "steps": steps, "keep": keep}

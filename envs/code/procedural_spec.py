@@ -367,8 +367,8 @@ def _what(spec: Spec) -> str:
     if kind == "branch":
         parts = [
             f"{_expr('x', 3, steps)[0]} if x is {_cond_words(cond)}" for cond, steps in spec["arms"]
-        ]
-        return ", ".join(parts) + f", and {_expr('x', 3, spec['otherwise'])[0]} otherwise"
+        ]  # "else" after the first arm: the first condition that holds decides
+        return ", else ".join(parts) + f", and {_expr('x', 3, spec['otherwise'])[0]} otherwise"
     if kind in ("list_map", "list_reduce"):
         return _list_words(spec)
     if kind == "string":

@@ -10,7 +10,7 @@
 | Reward | the fraction of hidden tests the graded role's last fenced Python block passes; an episode's rewards add up to its final score |
 | Graded role | the last role of the round (reviewer; the coder alone in code-1agent) |
 | Episode end | terminated when every test passes or when the last round (``horizon``, default 1) is judged; truncated only by ``max_rounds`` |
-| Arguments | ``tasks`` (default: the built-in task set), ``split``, ``horizon``, ``max_rounds``, ``roles``, ``prompts``, ``max_action_chars``, ``render_mode``, ``sandbox``, ``sandbox_timeout`` |
+| Arguments | ``tasks`` (default: the seeded procedural family ``"procedural"``, difficulties 1-2; ``"builtin"`` for the hand-written set, or a HumanEval/MBPP file), ``split``, ``horizon``, ``max_rounds``, ``roles``, ``prompts``, ``max_action_chars``, ``render_mode``, ``sandbox``, ``sandbox_timeout`` |
 | Credit info | ``infos[role]``: ``own_correct``, ``format_ok``, ``answer_correct``, ``format_error``, ``tests_passed``, ``tests_total``, ``sandbox_error``, ``graded`` |
 
 ``format_ok`` is True when the message holds a fenced Python block;
@@ -21,7 +21,8 @@ gets a bool).
 
 Version history:
     v1: judging the last round terminates the episode (v0 truncated it at
-        the horizon); the role infos gain ``format_ok`` and ``answer_correct``.
+        the horizon); the role infos gain ``format_ok`` and ``answer_correct``;
+        the default tasks are the procedural family (v0: the built-in set).
     v0: first release.
 
 Example:
@@ -76,7 +77,7 @@ NOTES = {"tester": "tester (its tests are run)"}
 
 
 def code_task_source(spec: Any, split: str) -> TaskSource:
-    """``tasks=`` of the code envs: ``None``/``"builtin"``, a HumanEval/MBPP file or tasks."""
+    """``tasks=`` of the code envs: ``None``/``"procedural"``, ``"builtin"``, a HumanEval/MBPP file or tasks."""
     from flexmg.envs.code import make_code_source
 
     return make_code_source(spec, split=split)

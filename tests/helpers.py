@@ -52,3 +52,37 @@ def assert_judged_in_parallel(metrics: list[dict[str, Any]]) -> None:
     latest_start = max(s for s, _ in spans)
     earliest_end = min(e for _, e in spans)
     assert latest_start < earliest_end, "the judgements did not overlap in time"
+
+
+# A Qwen-style ChatML template for the character tokenizer (its markers are added as
+# special tokens), so framework code that renders chat prompts sees a real chat model.
+CHATML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def save_tiny_chat_model(folder: str | Path, seed: int = 0) -> Path:
+    """Save a tiny Qwen2 chat model (random init) and its ChatML character tokenizer in
+    ``folder``; generation stops at ``<|im_end|>``. Returns the folder."""
+    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
+    from flexmg.agents.tokenizer import build_char_tokenizer
+
+    tok = build_char_tokenizer(model_max_length=16384)
+    tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tok.eos_token = "<|im_end|>"
+    tok.chat_template = CHATML_TEMPLATE
+    config = tiny_config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=16384,
+        eos_token_id=tok.eos_token_id,
+    )
+    model = build_tiny_model(seed=seed, config=config)
+    folder = Path(folder)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -306,3 +306,15 @@ def test_agent_loop_rejects_rows_and_options_it_cannot_play(
         run_loop(make_loop(config, tokenizer, server, trained_roles=["nobody"]), row)
     with pytest.raises(ValueError, match="extra_info with env_id and seed"):
         run_loop(make_loop(config, tokenizer, server), {**row, "extra_info": {}})
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["flexmg.integrations.verl", "flexmg.integrations.verl.data", "flexmg.integrations.verl.reward"],
+)
+def test_module_doctests(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

@@ -136,7 +136,7 @@ class FlexMGSeatsEnv(vf.Env[FlexMGEnvConfig]):
 
     async def setup(self, agents: vf.Agents) -> None:
         trainable = self.config.trainable
-        for role in self._agent_specs:
+        for role in self.config.agent_harnesses():
             getattr(agents, role).trainable = trainable is None or role in trainable
 
     async def run(self, task: FlexMGTask, agents: vf.Agents) -> None:

@@ -77,7 +77,6 @@ class FlexMGAgentLoop(AgentLoopBase):
         trained_roles: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.pop("tools", None)  # verl hands every loop its tool list; flexmg roles use none
         super().__init__(*args, **kwargs)
         if not isinstance(reward, str) or not reward:
             raise ValueError(f"reward must be 'team' or a role name, got {reward!r}")
@@ -128,11 +127,9 @@ class FlexMGAgentLoop(AgentLoopBase):
         return token_ids
 
     async def _append_observation(self, packed: _Packed, obs: dict[str, Any], reply: str) -> None:
-        previous = list(packed.messages)
-        packed.messages += [
-            {"role": "assistant", "content": reply},
-            observation_to_messages(obs, system=False)[0],
-        ]
+        # The reply's tokens are already in the trajectory: only the observation is new.
+        previous = [*packed.messages, {"role": "assistant", "content": reply}]
+        packed.messages = [*previous, observation_to_messages(obs, system=False)[0]]
         merge, mask, logprobs = await self.ct_merge_context_msg(
             previous,
             packed.messages,

@@ -27,6 +27,6 @@ PIP=(.venv-verl/bin/python -m pip install -q --disable-pip-version-check)
   "transformers==5.10.4" "tensordict==0.10.0" "hydra-core==1.3.8" \
   "ray==2.60.0" "datasets>=3.0" "pandas>=2.0" "pyarrow>=19.0.0" "numpy>=2.0.0" \
   "codetiming" "dill" "pylatexenc" "torchdata" "peft" "accelerate" "pillow" "pydantic>=2" \
-  "packaging>=20.0" "cachetools" "pytest>=8.0" "pytest-asyncio"
+  "packaging>=20.0" "cachetools" "fastapi" "uvicorn" "pytest>=8.0"
 # flexmg itself (editable) with its core requirements.
 "${PIP[@]}" -e .

@@ -21,7 +21,7 @@ pytest.importorskip("verl", reason="the verl adapter is tested in .venv-verl (sc
 import torch  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import (  # noqa: E402
     DictConfigWrap,
     ToolListWrap,
@@ -35,6 +35,7 @@ from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 import flexmg  # noqa: E402
 from flexmg.integrations.seats import observation_to_messages, play_episode  # noqa: E402
 from flexmg.integrations.verl import AGENT_NAME, compute_score, export_verl_parquet  # noqa: E402
+from flexmg.integrations.verl.agent_loop import FlexMGAgentLoop  # noqa: E402  (registers it)
 from helpers import save_tiny_chat_model  # noqa: E402
 
 ENV = "math-2agent"
@@ -48,7 +49,8 @@ def chat_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tokenizer(chat_model_dir: Path) -> Any:
-    return AutoTokenizer.from_pretrained(chat_model_dir)
+    # The character tokenizer's own class (AutoTokenizer would pick Qwen2's for a qwen2 model).
+    return PreTrainedTokenizerFast.from_pretrained(chat_model_dir)
 
 
 # --- the stand-in inference server -------------------------------------------------------
@@ -159,6 +161,7 @@ def make_loop(config: Any, tokenizer: Any, server: StandInServer, **options: Any
     """Build the registered flexmg agent loop exactly as verl's AgentLoopWorker does."""
     client = LLMServerClient(config, load_balancer_handle=StandInBalancer(server))
     entry = {**_agent_loop_registry[AGENT_NAME], **options}
+    assert entry["_target_"] == f"{FlexMGAgentLoop.__module__}.FlexMGAgentLoop"
     return instantiate(
         config=entry,
         trainer_config=DictConfigWrap(config=config),
@@ -177,10 +180,15 @@ def dataset_rows(tmp_path: Path, tokenizer: Any, config: Any, n: int = 2) -> RLH
     return RLHFDataset(data_files=str(path), tokenizer=tokenizer, config=config.data)
 
 
-def run_loop(loop: Any, row: dict[str, Any]) -> Any:
+def play(config: Any, tokenizer: Any, server: StandInServer, row: dict, **options: Any) -> Any:
+    """Build the loop inside a running event loop (as verl's worker does) and run one row."""
     params = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True}
     kwargs = {k: v for k, v in row.items() if k != "agent_name"}
-    return asyncio.run(loop.run(params, **kwargs))
+
+    async def go() -> Any:
+        return await make_loop(config, tokenizer, server, **options).run(params, **kwargs)
+
+    return asyncio.run(go())
 
 
 # --- tests -------------------------------------------------------------------------------------
@@ -235,11 +243,11 @@ def test_agent_loop_plays_a_packed_episode_with_the_tiny_model(
     config = verl_config(chat_model_dir)
     row = dataset_rows(tmp_path, tokenizer, config, n=1)[0]
     server = StandInServer(tiny_model_generate(chat_model_dir))
-    out = run_loop(make_loop(config, tokenizer, server), row)
+    out = play(config, tokenizer, server, row)
 
     # The prompt is the first role's chat prompt, as the chat template renders it.
-    expected_prompt = tokenizer.apply_chat_template(row["raw_prompt"], add_generation_prompt=True)
-    assert out.prompt_ids == list(expected_prompt)
+    text = tokenizer.apply_chat_template(row["raw_prompt"], tokenize=False, add_generation_prompt=True)
+    assert out.prompt_ids == tokenizer.encode(text, add_special_tokens=False)
     assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
     spans = out.extra_fields["role_spans"]
     assert [s[0] for s in spans] == ["solver", "verifier"]
@@ -271,8 +279,7 @@ def test_agent_loop_rewards_a_solved_episode_and_masks_frozen_roles(
     gold = row["reward_model"]["ground_truth"]
     texts = ["I think it is 3.", f"Checked: \\boxed{{{gold}}}"]
     server = StandInServer(scripted_generate(tokenizer, texts))
-    loop = make_loop(config, tokenizer, server, trained_roles=["verifier"], reward="verifier")
-    out = run_loop(loop, row)
+    out = play(config, tokenizer, server, row, trained_roles=["verifier"], reward="verifier")
     assert out.reward_score == 1.0 and out.extra_fields["team_score"] == 1.0
     (_, s0, s1), (_, v0, v1) = out.extra_fields["role_spans"]
     assert set(out.response_mask[s0:s1]) == {0}  # the frozen solver's tokens are context only
@@ -280,7 +287,7 @@ def test_agent_loop_rewards_a_solved_episode_and_masks_frozen_roles(
     assert tokenizer.decode(out.response_ids[v0:v1], skip_special_tokens=True) == texts[1]
 
     wrong = StandInServer(scripted_generate(tokenizer, ["x", "\\boxed{-99999}"]))
-    assert run_loop(make_loop(config, tokenizer, wrong), row).reward_score == 0.0
+    assert play(config, tokenizer, wrong, row).reward_score == 0.0
 
 
 def test_agent_loop_out_of_budget_finishes_the_episode_without_crashing(
@@ -290,7 +297,7 @@ def test_agent_loop_out_of_budget_finishes_the_episode_without_crashing(
     row = dataset_rows(tmp_path, tokenizer, config, n=1)[0]
     hostile = "\U0001f600" * 30 + "\\boxed{" * 20 + "\x00"
     server = StandInServer(scripted_generate(tokenizer, [hostile, hostile]))
-    out = run_loop(make_loop(config, tokenizer, server), row)
+    out = play(config, tokenizer, server, row)
     assert len(out.response_ids) <= 40 and len(out.response_mask) == len(out.response_ids)
     assert out.extra_fields["truncated"] is True and out.reward_score == 0.0
     assert len(server.requests) == 1  # no room for the verifier: it said nothing
@@ -303,9 +310,9 @@ def test_agent_loop_rejects_rows_and_options_it_cannot_play(
     row = dataset_rows(tmp_path, tokenizer, config, n=1)[0]
     server = StandInServer(scripted_generate(tokenizer, ["a", "b"]))
     with pytest.raises(ValueError, match="not roles of"):
-        run_loop(make_loop(config, tokenizer, server, trained_roles=["nobody"]), row)
+        play(config, tokenizer, server, row, trained_roles=["nobody"])
     with pytest.raises(ValueError, match="extra_info with env_id and seed"):
-        run_loop(make_loop(config, tokenizer, server), {**row, "extra_info": {}})
+        play(config, tokenizer, server, {**row, "extra_info": {}})
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,12 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("verl", reason="the verl adapter is tested in .venv-verl (scripts/setup_verl.sh)")
+pytest.importorskip(
+    "verl", reason="the verl adapter is tested in .venv-verl (scripts/setup_verl.sh)"
+)
 
 import torch  # noqa: E402
+from helpers import save_tiny_chat_model  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast  # noqa: E402
@@ -36,7 +39,6 @@ import flexmg  # noqa: E402
 from flexmg.integrations.seats import observation_to_messages, play_episode  # noqa: E402
 from flexmg.integrations.verl import AGENT_NAME, compute_score, export_verl_parquet  # noqa: E402
 from flexmg.integrations.verl.agent_loop import FlexMGAgentLoop  # noqa: E402  (registers it)
-from helpers import save_tiny_chat_model  # noqa: E402
 
 ENV = "math-2agent"
 GenerateFn = Callable[[list[int], dict[str, Any]], tuple[list[int], list[float] | None]]
@@ -246,7 +248,9 @@ def test_agent_loop_plays_a_packed_episode_with_the_tiny_model(
     out = play(config, tokenizer, server, row)
 
     # The prompt is the first role's chat prompt, as the chat template renders it.
-    text = tokenizer.apply_chat_template(row["raw_prompt"], tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        row["raw_prompt"], tokenize=False, add_generation_prompt=True
+    )
     assert out.prompt_ids == tokenizer.encode(text, add_special_tokens=False)
     assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
     spans = out.extra_fields["role_spans"]
@@ -265,8 +269,11 @@ def test_agent_loop_plays_a_packed_episode_with_the_tiny_model(
 
     # The reward is the env's: replaying the same texts through flexmg gives the same score.
     texts = [tokenizer.decode(out.response_ids[a:b], skip_special_tokens=True) for _, a, b in spans]
-    replay = play_episode(ENV, {"solver": lambda m: texts[0], "verifier": lambda m: texts[1]},
-                          seed=row["extra_info"]["seed"])
+    replay = play_episode(
+        ENV,
+        {"solver": lambda m: texts[0], "verifier": lambda m: texts[1]},
+        seed=row["extra_info"]["seed"],
+    )
     assert out.reward_score == replay.score
     assert json.loads(out.extra_fields["role_rewards"]) == replay.rewards
 
@@ -317,7 +324,11 @@ def test_agent_loop_rejects_rows_and_options_it_cannot_play(
 
 @pytest.mark.parametrize(
     "name",
-    ["flexmg.integrations.verl", "flexmg.integrations.verl.data", "flexmg.integrations.verl.reward"],
+    [
+        "flexmg.integrations.verl",
+        "flexmg.integrations.verl.data",
+        "flexmg.integrations.verl.reward",
+    ],
 )
 def test_module_doctests(name: str) -> None:
     import doctest

@@ -36,11 +36,12 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import uuid4
 
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+from verl.utils.profiler import simple_timer
+
 import flexmg
 from flexmg.integrations.seats import SeatDriver, observation_to_messages
 from flexmg.integrations.verl.data import AGENT_NAME, parse_env_kwargs
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
-from verl.utils.profiler import simple_timer
 
 __all__ = ["FlexMGAgentLoop"]
 

@@ -133,5 +133,7 @@ def export_verl_parquet(
     >>> pq.read_table(path).num_rows
     2
     """
-    rows = verl_rows(env_id, n=n, seed_start=seed_start, env_kwargs=env_kwargs, agent_name=agent_name)
+    rows = verl_rows(
+        env_id, n=n, seed_start=seed_start, env_kwargs=env_kwargs, agent_name=agent_name
+    )
     return write_parquet(rows, out)

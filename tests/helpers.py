@@ -64,7 +64,10 @@ CHATML_TEMPLATE = (
 
 def save_tiny_chat_model(folder: str | Path, seed: int = 0) -> Path:
     """Save a tiny Qwen2 chat model (random init) and its ChatML character tokenizer in
-    ``folder``; generation stops at ``<|im_end|>``. Returns the folder."""
+    ``folder``; generation stops at ``<|im_end|>``. Returns the folder.
+
+    The tokenizer is also saved alone in ``folder/"tokenizer"``: ``AutoTokenizer`` on the
+    model folder would pick Qwen2's tokenizer class (from the model type), not this one."""
     from flexmg.agents.tiny_model import build_tiny_model, tiny_config
     from flexmg.agents.tokenizer import build_char_tokenizer
 
@@ -85,4 +88,5 @@ def save_tiny_chat_model(folder: str | Path, seed: int = 0) -> Path:
     folder = Path(folder)
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
+    tok.save_pretrained(folder / "tokenizer")
     return folder

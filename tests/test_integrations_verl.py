@@ -24,7 +24,7 @@ import torch  # noqa: E402
 from helpers import save_tiny_chat_model  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast  # noqa: E402
+from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import (  # noqa: E402
     DictConfigWrap,
     ToolListWrap,
@@ -51,8 +51,7 @@ def chat_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tokenizer(chat_model_dir: Path) -> Any:
-    # The character tokenizer's own class (AutoTokenizer would pick Qwen2's for a qwen2 model).
-    return PreTrainedTokenizerFast.from_pretrained(chat_model_dir)
+    return AutoTokenizer.from_pretrained(chat_model_dir / "tokenizer")
 
 
 # --- the stand-in inference server -------------------------------------------------------
@@ -154,6 +153,7 @@ def verl_config(model_dir: Path, response_length: int = 6000) -> Any:
     rollout.response_length = response_length
     rollout.name = "vllm"
     config.actor_rollout_ref.model.path = str(model_dir)
+    config.actor_rollout_ref.model.tokenizer_path = str(model_dir / "tokenizer")
     config.data.max_prompt_length = 4096
     config.data.return_raw_chat = True
     return config
@@ -320,6 +320,49 @@ def test_agent_loop_rejects_rows_and_options_it_cannot_play(
         play(config, tokenizer, server, row, trained_roles=["nobody"])
     with pytest.raises(ValueError, match="extra_info with env_id and seed"):
         play(config, tokenizer, server, {**row, "extra_info": {}})
+
+
+def test_verls_agent_loop_worker_runs_a_batch_of_episodes(
+    tmp_path: Path, chat_model_dir: Path, tokenizer: Any
+):
+    """verl's own AgentLoopWorker (config, tokenizer and model loading, dispatch by
+    agent_name, padding, reward tensors) over a dataset batch played by the flexmg loop."""
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.protocol import DataProto
+    from verl.utils.dataset.rl_dataset import collate_fn
+
+    config = verl_config(chat_model_dir)
+    data = dataset_rows(tmp_path, tokenizer, config, n=2)
+    golds = [data[i]["reward_model"]["ground_truth"] for i in range(2)]
+    # Episodes run concurrently: the stand-in answers by the task in the prompt.
+    prompts = {data[i]["raw_prompt"][1]["content"]: golds[i] for i in range(2)}
+
+    def generate(prompt_ids: list[int], params: dict[str, Any]) -> tuple[list[int], None]:
+        seen = tokenizer.decode(prompt_ids)
+        verifier = "Write your message as the verifier" in seen
+        gold = next(g for p, g in prompts.items() if p.split("\n\n")[0] in seen)
+        text = f"\\boxed{{{gold}}}" if verifier and gold == golds[0] else "I am not sure."
+        return tokenizer.encode(text, add_special_tokens=False) + [tokenizer.eos_token_id], None
+
+    server = StandInServer(generate)
+
+    async def go() -> Any:
+        client = LLMServerClient(config, load_balancer_handle=StandInBalancer(server))
+        worker = AgentLoopWorker(config, llm_client=client)
+        batch = DataProto.from_single_dict(collate_fn([data[0], data[1]]))
+        return await worker.generate_sequences(batch)
+
+    out = asyncio.run(go())
+    n = config.actor_rollout_ref.rollout.response_length
+    assert out.batch["responses"].shape == (2, n) and out.batch["response_mask"].shape == (2, n)
+    scores = out.batch["rm_scores"].sum(-1).tolist()
+    assert scores == [1.0, 0.0]  # only the first team's verifier boxed its gold answer
+    assert len(server.requests) == 4
+    for row, spans in enumerate(out.non_tensor_batch["role_spans"]):
+        assert [s[0] for s in spans] == ["solver", "verifier"]
+        mask = out.batch["response_mask"][row].tolist()
+        (_, s0, s1), (_, v0, v1) = spans
+        assert set(mask[s0:s1]) == set(mask[v0:v1]) == {1} and set(mask[s1:v0]) == {0}
 
 
 @pytest.mark.parametrize(

@@ -52,3 +52,15 @@ def assert_judged_in_parallel(metrics: list[dict[str, Any]]) -> None:
     latest_start = max(s for s, _ in spans)
     earliest_end = min(e for _, e in spans)
     assert latest_start < earliest_end, "the judgements did not overlap in time"
+
+
+def require_extra(module: str, extra: str) -> ModuleType:
+    """Import an optional framework, skipping the test without it; with
+    ``FLEXMG_REQUIRE_EXTRAS=1`` (CI) a missing framework fails the test instead."""
+    import os
+
+    import pytest
+
+    if os.environ.get("FLEXMG_REQUIRE_EXTRAS") == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module, reason=f"needs pip install 'flexmg[{extra}]'")

@@ -153,3 +153,12 @@ def test_concurrent_sessions_are_independent(server):
     for t in threads:
         t.join(timeout=120)
     assert results == {10: 1.0, 11: 0.0, 12: 1.0}
+
+
+def test_docstring_examples():
+    import doctest
+
+    import flexmg.integrations.openenv as module
+
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0

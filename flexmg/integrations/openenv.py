@@ -24,11 +24,11 @@ Needs ``pip install 'flexmg[openenv]'``.
 Example (a server in one shell, a client in another)::
 
     $ flexmg serve math-2agent --port 8000
-    >>> from openenv.core import GenericEnvClient
-    >>> with GenericEnvClient(base_url="http://127.0.0.1:8000").sync() as client:
-    ...     result = client.reset(seed=0)
-    ...     result.observation["role"]
-    'solver'
+
+    from openenv.core import GenericEnvClient
+    with GenericEnvClient(base_url="http://127.0.0.1:8000").sync() as client:
+        result = client.reset(seed=0)                 # result.observation["role"] == "solver"
+        result = client.step({"message": "\\boxed{5}"})  # now the verifier's turn
 """
 
 from __future__ import annotations

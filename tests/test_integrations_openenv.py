@@ -1,28 +1,18 @@
 """`flexmg serve` answers OpenEnv's own client: a real server process on 127.0.0.1."""
 
 import json
-import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
 
 import pytest
-from helpers import require_extra
+from helpers import flexmg_server, require_extra
 
 import flexmg
 
 GenericEnvClient = require_extra("openenv.core", "openenv").GenericEnvClient
 
-SERVER_LIFETIME_S = 240  # the server stops itself after this, whatever happens to the test
 pytestmark = pytest.mark.slow  # starts a real server process (tens of seconds on a busy machine)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http(url: str, body: dict | None = None) -> dict:
@@ -34,44 +24,8 @@ def http(url: str, body: dict | None = None) -> dict:
 
 @pytest.fixture(scope="module")
 def server():
-    port = free_port()
-    cmd = [
-        "timeout",
-        str(SERVER_LIFETIME_S),
-        sys.executable,
-        "-m",
-        "flexmg.cli",
-        "serve",
-        "math-2agent",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--max-sessions",
-        "4",
-        "max_action_chars=2000",
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    try:
-        while True:
-            try:
-                http(f"{url}/health")
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    out = proc.stdout.read() if proc.poll() is not None else ""
-                    pytest.fail(f"flexmg serve did not come up: {out[-2000:]}")
-                time.sleep(0.5)
+    with flexmg_server("math-2agent", "--max-sessions", "4", "max_action_chars=2000") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def answer_of(seed: int) -> str:

@@ -8,7 +8,7 @@ reward TRL logs must be the env's, step by step.
 
 import numpy as np
 import pytest
-from helpers import require_extra
+from helpers import flexmg_server, require_extra
 
 import flexmg
 
@@ -115,6 +115,32 @@ def test_grpo_with_environment_factory_logs_the_envs_reward(tmp_path):
     assert sorted(set(verifier.seeds)) == [0, 1, 2, 3]
     # TRL exposed send_message as the rollout's tool (its tool loop ran and logged)
     assert len(logged(trainer, "tools/call_frequency")) == 2
+
+
+def test_grpo_through_the_openenv_server(tmp_path):
+    """TRL's OpenEnv route: the factory's envs play on a `flexmg serve` process."""
+    require_extra("openenv.core", "openenv")
+    model, tok = tiny_chat_model()
+    seeds = list(range(4))
+    verifier = ParityVerifier("math-2agent", seeds)
+    with flexmg_server("math-2agent", "--max-sessions", "8") as url:
+        Env = make_environment_factory(
+            "math-2agent", role="solver", others={"verifier": verifier}, base_url=url
+        )
+        trainer = trl.GRPOTrainer(
+            model=model,
+            processing_class=tok,
+            args=grpo_config(tmp_path),
+            train_dataset=environment_dataset("math-2agent", role="solver", seeds=seeds),
+            environment_factory=Env,
+        )
+        trainer.train()
+        state = trainer.environments[0]._client.state()
+    rewards = logged(trainer, f"rewards/{Env.__name__}/mean")
+    per_step = [verifier.seeds[0:4], verifier.seeds[4:8]]
+    assert rewards == pytest.approx([np.mean([s % 2 == 0 for s in ss]) for ss in per_step])
+    # the episodes really ran on the server: its session saw both roles' turns
+    assert state["done"] and [t["role"] for t in state["turns"]] == ["solver", "verifier"]
 
 
 def test_grpo_with_rollout_func_packs_episodes_and_masks_the_others(tmp_path):

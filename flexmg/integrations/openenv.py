@@ -49,13 +49,14 @@ except ImportError as err:  # pragma: no cover - exercised without the extra
     ) from err
 from pydantic import Field
 
-from flexmg.integrations.seats import SeatDriver
+from flexmg.integrations.seats import EpisodeResult, Messages, SeatDriver, Segment
 
 __all__ = [
     "FlexMGAction",
     "FlexMGEnvironment",
     "FlexMGObservation",
     "FlexMGState",
+    "RemoteSeatDriver",
     "create_flexmg_app",
     "serve",
 ]
@@ -286,3 +287,45 @@ def serve(
 
     app = create_flexmg_app(env_id, env_kwargs, max_sessions=max_sessions)
     uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+class RemoteSeatDriver:
+    """:class:`~flexmg.integrations.seats.SeatDriver`'s turn-by-turn interface over a
+    ``flexmg serve`` session, for trainers that reach the env through OpenEnv.
+
+    ``client`` is a synchronous OpenEnv client (``GenericEnvClient(base_url=...).sync()``).
+    """
+
+    def __init__(self, client: Any, env_id: str, seed: int | None) -> None:
+        self.client = client
+        self.result = EpisodeResult(env_id=env_id, seed=seed)
+        self._take(client.reset(seed=seed))
+
+    def _take(self, step: Any) -> None:
+        obs = step.observation
+        if obs.get("error"):
+            raise RuntimeError(f"the flexmg server refused the step: {obs['error']}")
+        self._obs, self._done = obs, bool(step.done)
+        if self._done:
+            self.result.score = float(obs.get("score") or 0.0)
+            self.result.rewards = dict(obs.get("episode_rewards", {}))
+            self.result.metrics = dict(obs.get("metrics", {}))
+
+    @property
+    def done(self) -> bool:
+        """Whether the episode is over."""
+        return self._done
+
+    def pending(self) -> tuple[str, Messages] | None:
+        """The role to act next and its prompt; ``None`` once the episode is over."""
+        return None if self._done else (self._obs["role"], self._obs["messages"])
+
+    def act(self, text: str) -> None:
+        """Play ``text`` for the pending role (one OpenEnv ``step``)."""
+        turn = self.pending()
+        if turn is None:
+            raise RuntimeError("the episode is over: no role is waiting to act")
+        role, messages = turn
+        round_index = int(self._obs.get("round", 0))
+        self._take(self.client.step({"message": text, "role": role}))
+        self.result.segments.append(Segment(role, round_index, messages, text))

@@ -138,6 +138,7 @@ def make_environment_factory(
     role: str,
     others: Mapping[str, RoleFn] | RoleFn,
     reward: str = "team",
+    base_url: str | None = None,
     **env_kwargs: Any,
 ) -> type:
     """A class for ``GRPOTrainer(environment_factory=...)`` training ``role`` of ``env_id``.
@@ -148,6 +149,10 @@ def make_environment_factory(
     context and feedback, or the result). ``get_reward()`` is the team score
     (``reward="team"``) or the role's summed reward (``"role"``); a rollout that
     never calls the tool counts as the role saying nothing.
+
+    With ``base_url`` (TRL's OpenEnv route) each instance plays its episodes on
+    a ``flexmg serve`` server through OpenEnv's client instead of a local env;
+    ``env_id`` and ``env_kwargs`` name the roles and must match the server's.
 
     >>> Env = make_environment_factory("echo", role="b", others={"a": lambda m: "hi"})
     >>> env = Env(); print(env.reset(seed=0).splitlines()[-1])
@@ -162,15 +167,25 @@ def make_environment_factory(
         """One flexmg episode per rollout; the trained role speaks through ``send_message``."""
 
         def __init__(self) -> None:
-            self._env = _make_env(env_id, env_kwargs)
-            self._driver: SeatDriver | None = None
+            self._env = None if base_url else _make_env(env_id, env_kwargs)
+            self._client: Any = None
+            self._driver: Any = None
             self._rng = random.Random()
 
         def reset(self, seed: int | None = None, **row: Any) -> str:
             """Start episode ``seed`` (a random one without); returns what the role sees."""
             if seed is None:
                 seed = self._rng.randrange(2**31)
-            self._driver = SeatDriver(self._env, env_id, int(seed))
+            if base_url is None:
+                self._driver = SeatDriver(self._env, env_id, int(seed))
+            else:
+                from flexmg.integrations.openenv import RemoteSeatDriver
+
+                if self._client is None:
+                    from openenv.core import GenericEnvClient
+
+                    self._client = GenericEnvClient(base_url=base_url).sync()
+                self._driver = RemoteSeatDriver(self._client, env_id, int(seed))
             return self._advance()
 
         def send_message(self, message: str) -> str:

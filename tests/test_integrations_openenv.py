@@ -12,8 +12,6 @@ import flexmg
 
 GenericEnvClient = require_extra("openenv.core", "openenv").GenericEnvClient
 
-pytestmark = pytest.mark.slow  # starts a real server process (tens of seconds on a busy machine)
-
 
 def http(url: str, body: dict | None = None) -> dict:
     data = None if body is None else json.dumps(body).encode()
@@ -29,13 +27,10 @@ def server():
 
 
 def answer_of(seed: int) -> str:
-    env = flexmg.make("math-2agent")
-    env.reset(seed=seed)
-    answer = env.task.answer
-    env.close()
-    return answer
+    return answer_of_env("math-2agent", seed)
 
 
+@pytest.mark.slow  # a real server process (tens of seconds on a busy machine)
 def test_schema_and_http_reset(server):
     schema = http(f"{server}/schema")
     assert "message" in schema["action"]["properties"]
@@ -49,6 +44,7 @@ def test_schema_and_http_reset(server):
     assert "call reset first" in step["observation"]["error"]
 
 
+@pytest.mark.slow  # a real server process (tens of seconds on a busy machine)
 def test_an_episode_over_the_websocket_with_openenvs_client(server):
     seed = 7
     answer = answer_of(seed)
@@ -71,6 +67,7 @@ def test_an_episode_over_the_websocket_with_openenvs_client(server):
         assert [t["role"] for t in state["turns"]] == ["solver", "verifier"]
 
 
+@pytest.mark.slow  # a real server process (tens of seconds on a busy machine)
 def test_bad_actions_get_openenv_errors_and_the_session_goes_on(server):
     with GenericEnvClient(base_url=server).sync() as client:
         client.reset(seed=1)
@@ -90,6 +87,7 @@ def test_bad_actions_get_openenv_errors_and_the_session_goes_on(server):
         assert client.reset(seed=2).observation["role"] == "solver"
 
 
+@pytest.mark.slow  # a real server process (tens of seconds on a busy machine)
 def test_concurrent_sessions_are_independent(server):
     results: dict[int, float] = {}
 
@@ -116,3 +114,37 @@ def test_docstring_examples():
 
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_environment_in_process_multi_round_rewards_add_up():
+    from flexmg.integrations.openenv import FlexMGAction, FlexMGEnvironment
+
+    env = FlexMGEnvironment("math-1agent", {"horizon": 2})
+    try:
+        assert "call reset first" in env.step(FlexMGAction(message="x")).error
+        obs = env.reset(seed=4)
+        answer = answer_of_env("math-1agent", 4, horizon=2)
+        first = env.step(FlexMGAction(message="\\boxed{-4444}"))
+        assert first.role == "solver" and first.round == 1 and first.reward == 0.0
+        assert first.feedback and "Round 1:" in first.messages[-1]["content"]
+        last = env.step(FlexMGAction(message=f"\\boxed{{{answer}}}"))
+        assert last.done and last.reward == 1.0 == last.score
+        assert last.episode_rewards == {"solver": 1.0} and obs.episode_rewards == {"solver": 0.0}
+        assert env.state.step_count == 2 and env.state.done
+    finally:
+        env.close()
+
+
+def test_serve_rejects_an_unknown_env_before_listening(capsys):
+    from flexmg.cli import main
+
+    assert main(["serve", "no-such-env", "--port", "1"]) == 2
+    assert "no-such-env" in capsys.readouterr().err
+
+
+def answer_of_env(env_id: str, seed: int, **kwargs) -> str:
+    env = flexmg.make(env_id, **kwargs)
+    env.reset(seed=seed)
+    answer = env.task.answer
+    env.close()
+    return answer

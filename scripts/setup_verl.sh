@@ -16,7 +16,7 @@ if [ ! -x .venv-verl/bin/python ]; then
   "$PY" -m venv .venv-verl
 fi
 export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$PWD/.cache/pip}"
-export HF_HOME="${HF_HOME:-$PWD/.cache/huggingface}"
+export HF_HOME="${HF_HOME:-$PWD/.cache/hf}"
 PIP=(.venv-verl/bin/python -m pip install -q --disable-pip-version-check)
 # The CPU build of torch (a bare `torch` would pull a multi-GB CUDA build).
 "${PIP[@]}" "torch==2.13.0"

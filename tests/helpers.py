@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -52,6 +54,61 @@ def assert_judged_in_parallel(metrics: list[dict[str, Any]]) -> None:
     latest_start = max(s for s, _ in spans)
     earliest_end = min(e for _, e in spans)
     assert latest_start < earliest_end, "the judgements did not overlap in time"
+
+
+def require_extra(module: str, extra: str, flag: str = "FLEXMG_REQUIRE_EXTRAS") -> ModuleType:
+    """Import an optional framework, skipping the test without it; with
+    ``FLEXMG_REQUIRE_EXTRAS=1`` (CI) a missing framework fails the test instead.
+    (``flag`` names another variable for a framework CI tests in its own venv.)"""
+    import os
+
+    import pytest
+
+    if os.environ.get(flag) == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module, reason=f"needs pip install 'flexmg[{extra}]'")
+
+
+@contextlib.contextmanager
+def flexmg_server(env_id: str, *args: str, lifetime_s: int = 300) -> Iterator[str]:
+    """Run ``flexmg serve ENV_ID ARGS`` on a free 127.0.0.1 port; yield its base URL.
+
+    The process stops itself after ``lifetime_s`` (coreutils ``timeout``) whatever
+    happens to the test, and is terminated when the block ends.
+    """
+    import json
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = ["timeout", str(lifetime_s), sys.executable, "-m", "flexmg.cli", "serve", env_id]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=10) as resp:
+                    json.loads(resp.read())
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    out = proc.stdout.read() if proc.poll() is not None and proc.stdout else ""
+                    raise RuntimeError(f"flexmg serve did not come up: {out[-2000:]}") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 # A Qwen-style ChatML template for the character tokenizer (its markers are added as

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import require_extra
 
-vf = pytest.importorskip("verifiers.v1", reason="needs the verifiers extra")
+vf = require_extra("verifiers.v1", "verifiers")
 
 from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
 
@@ -152,7 +153,7 @@ def local_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("UV_CACHE_DIR", str(ROOT / ".cache" / "uv"))
     monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "never")
-    monkeypatch.setenv("HF_HOME", str(ROOT / ".cache" / "huggingface"))
+    monkeypatch.setenv("HF_HOME", str(ROOT / ".cache" / "hf"))
 
 
 def _ctx(server: ScriptedOpenAIServer) -> Any:

@@ -15,13 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import require_extra, save_tiny_chat_model
 
-pytest.importorskip(
-    "verl", reason="the verl adapter is tested in .venv-verl (scripts/setup_verl.sh)"
-)
+require_extra("verl", "verl", flag="FLEXMG_REQUIRE_VERL")  # tested in .venv-verl
 
 import torch  # noqa: E402
-from helpers import save_tiny_chat_model  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
@@ -36,8 +34,10 @@ from verl.workers.rollout.llm_server import LLMServerClient  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 import flexmg  # noqa: E402
+from flexmg.integrations.export import DEFAULT_AGENT_NAME as AGENT_NAME  # noqa: E402
+from flexmg.integrations.export import export_rows  # noqa: E402
 from flexmg.integrations.seats import observation_to_messages, play_episode  # noqa: E402
-from flexmg.integrations.verl import AGENT_NAME, compute_score, export_verl_parquet  # noqa: E402
+from flexmg.integrations.verl import compute_score  # noqa: E402
 from flexmg.integrations.verl.agent_loop import FlexMGAgentLoop  # noqa: E402  (registers it)
 
 ENV = "math-2agent"
@@ -178,7 +178,7 @@ def make_loop(config: Any, tokenizer: Any, server: StandInServer, **options: Any
 
 
 def dataset_rows(tmp_path: Path, tokenizer: Any, config: Any, n: int = 2) -> RLHFDataset:
-    path = export_verl_parquet(ENV, tmp_path / "train.parquet", n=n, seed_start=5)
+    path = export_rows(ENV, tmp_path / "t.parquet", n=n, fmt="parquet", split="train", seed_start=5)
     return RLHFDataset(data_files=str(path), tokenizer=tokenizer, config=config.data)
 
 
@@ -204,7 +204,7 @@ def test_exported_rows_load_in_verls_dataset(tmp_path: Path, chat_model_dir: Pat
     for i in range(3):
         row = data[i]
         env.reset(seed=5 + i)
-        assert row["data_source"] == ENV and row["agent_name"] == AGENT_NAME
+        assert row["data_source"] == f"flexmg/{ENV}" and row["agent_name"] == AGENT_NAME
         assert row["raw_prompt"] == observation_to_messages(env.observe("solver"))
         assert row["reward_model"] == {"style": "rule", "ground_truth": env.task.answer}
         assert row["extra_info"]["seed"] == 5 + i and row["extra_info"]["env_id"] == ENV
@@ -369,7 +369,6 @@ def test_verls_agent_loop_worker_runs_a_batch_of_episodes(
     "name",
     [
         "flexmg.integrations.verl",
-        "flexmg.integrations.verl.data",
         "flexmg.integrations.verl.reward",
     ],
 )

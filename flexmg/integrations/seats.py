@@ -151,6 +151,7 @@ class SeatDriver:
         self.result.transcripts = {r: [] for r in env.possible_agents}
         self.observation: dict[str, Any] | None = None
         self.step_rewards: dict[str, float] = {}
+        self.step_infos: dict[str, dict[str, Any]] = {}
         self.team_reward = 0.0
         self._prompt: tuple[str, int, Messages] | None = None
         env.reset(seed=seed)
@@ -190,6 +191,7 @@ class SeatDriver:
         self.env.step(_check_text(role, text))
         self._prompt = None
         self.step_rewards = {r: float(v) for r, v in self.env.rewards.items()}
+        self.step_infos = {r: dict(i) for r, i in self.env.infos.items()}
         record = self.env.transcript[-1]
         self.team_reward = float(record.team_reward)
         chat = self.result.transcripts[role]

@@ -1,14 +1,14 @@
-"""flexmg for verl: an agent loop, a ``compute_score`` and a parquet exporter (extra ``verl``).
+"""flexmg for verl: an agent loop and a ``compute_score`` (extra ``verl``).
 
 * :class:`FlexMGAgentLoop` (``agent_name: flexmg_agent``) plays whole workflows
   through verl's server manager, one packed trajectory per episode;
 * :func:`compute_score` scores single responses with flexmg's graders
-  (``reward.custom_reward_function.path=pkg://flexmg.integrations.verl.reward``);
-* :func:`export_verl_parquet` writes the rows verl's ``RLHFDataset`` reads.
+  (``reward.custom_reward_function.path=pkg://flexmg.integrations.verl.reward``).
 
-The agent loop imports verl; the other two do not. verl pins an older transformers
-than flexmg, so it lives in its own venv (``bash scripts/setup_verl.sh``); see
-docs/integrations/verl.md.
+The dataset comes from ``flexmg export ENV_ID --format parquet`` (verl's fields:
+:mod:`flexmg.integrations.export`). The agent loop imports verl; ``compute_score`` does
+not. verl pins an older transformers than flexmg, so it lives in its own venv
+(``bash scripts/setup_verl.sh``); see docs/integrations/verl.md.
 
 Example:
     >>> from flexmg.integrations.verl import compute_score
@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from flexmg.integrations.verl.data import AGENT_NAME, export_verl_parquet, verl_rows
 from flexmg.integrations.verl.reward import compute_score
 
-__all__ = ["AGENT_NAME", "FlexMGAgentLoop", "compute_score", "export_verl_parquet", "verl_rows"]
+__all__ = ["FlexMGAgentLoop", "compute_score"]
 
 
 def __getattr__(name: str) -> Any:

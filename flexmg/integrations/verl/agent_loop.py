@@ -1,6 +1,6 @@
 """A verl agent loop that plays a flexmg workflow turn by turn (registered as ``flexmg_agent``).
 
-One dataset row (see :mod:`flexmg.integrations.verl.data`) is one episode. The loop
+One dataset row (``flexmg export``, :mod:`flexmg.integrations.export`) is one episode. The loop
 rebuilds the env from ``extra_info`` (env id, kwargs, seed) and walks its dependency
 graph with the seat driver; every role's turn is generated through verl's server
 manager (``self.server_manager.generate``, i.e. vLLM/SGLang in a real run), so all
@@ -40,8 +40,9 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.utils.profiler import simple_timer
 
 import flexmg
+from flexmg.integrations.export import DEFAULT_AGENT_NAME
 from flexmg.integrations.seats import SeatDriver, observation_to_messages
-from flexmg.integrations.verl.data import AGENT_NAME, parse_env_kwargs
+from flexmg.integrations.verl.reward import parse_env_kwargs
 
 __all__ = ["FlexMGAgentLoop"]
 
@@ -62,7 +63,7 @@ class _Packed:
         return len(self.ids) - self.prompt_len
 
 
-@register(AGENT_NAME)
+@register(DEFAULT_AGENT_NAME)
 class FlexMGAgentLoop(AgentLoopBase):
     """Plays one flexmg episode per dataset row through verl's server manager.
 
@@ -91,7 +92,7 @@ class FlexMGAgentLoop(AgentLoopBase):
         if not env_id or info.get("seed") is None:
             raise ValueError(
                 "a flexmg_agent row needs extra_info with env_id and seed (export the data "
-                f"with flexmg.integrations.verl.export_verl_parquet); got {sorted(info)}"
+                f"with `flexmg export ... --format parquet`); got {sorted(info)}"
             )
         env = flexmg.make(str(env_id), **parse_env_kwargs(info.get("env_kwargs")))
         roles = list(env.possible_agents)

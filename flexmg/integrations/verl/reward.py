@@ -6,8 +6,8 @@ for every finished response when the reward config points at it::
     reward.custom_reward_function.path=pkg://flexmg.integrations.verl.reward
     reward.custom_reward_function.name=compute_score
 
-A row exported by :func:`flexmg.integrations.verl.export_verl_parquet` carries the
-env id, its keyword arguments and the episode seed in ``extra_info``: the env is
+A row exported by ``flexmg export`` (:func:`flexmg.integrations.export.export_rows`)
+carries the env id, its keyword arguments and the episode seed in ``extra_info``: the env is
 rebuilt, reset with that seed, and its own judge scores the response as the graded
 role's (the last role of the round) answer — the math grader for math envs, the
 sandboxed hidden tests for code envs, exactly as during an episode. A row without
@@ -29,7 +29,21 @@ from typing import Any
 
 import flexmg
 from flexmg.env import FlexMGEnv, TurnRecord
-from flexmg.integrations.verl.data import parse_env_kwargs
+
+
+def parse_env_kwargs(raw: Any) -> dict[str, Any]:
+    """``extra_info["env_kwargs"]`` as a dict (exported rows store it as JSON text).
+
+    >>> parse_env_kwargs('{"split": "eval"}'), parse_env_kwargs(None)
+    ({'split': 'eval'}, {})
+    """
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        raw = json.loads(raw)
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"extra_info['env_kwargs'] must be a dict or JSON object, got {raw!r}")
+    return dict(raw)
 
 
 @lru_cache(maxsize=16)
@@ -83,7 +97,7 @@ def compute_score(
             raise ValueError(
                 f"row of {data_source!r} has neither extra_info['seed'] (to rebuild the env) "
                 "nor a ground_truth answer to grade against; export it with "
-                "flexmg.integrations.verl.export_verl_parquet"
+                "`flexmg export`"
             )
         from flexmg.envs.math import grade
 

@@ -171,12 +171,15 @@ def _answers(env_id: str, seeds: list[int]) -> dict[str, str]:
 
 
 def _math_policy(answers: dict[str, str], correct: bool) -> Policy:
-    """The solver explains, the verifier boxes the gold answer (or a wrong one)."""
+    """The solver explains (or, for a wrong team, says something hostile: long unicode,
+    NULs, an unclosed box); the verifier boxes the gold answer (or a wrong one)."""
 
     def policy(messages: list[dict[str, str]]) -> str:
         user = messages[-1]["content"]
         if "Write your message as the solver" in user:
-            return "Working it out step by step."
+            return (
+                "Working it out step by step." if correct else "\U0001f600\x00" * 6000 + "\\boxed{"
+            )
         gold = next(a for prompt, a in answers.items() if prompt in user)
         return f"\\boxed{{{gold if correct else '-987654'}}}"
 

@@ -318,6 +318,8 @@ def test_agent_loop_rejects_rows_and_options_it_cannot_play(
     server = StandInServer(scripted_generate(tokenizer, ["a", "b"]))
     with pytest.raises(ValueError, match="not roles of"):
         play(config, tokenizer, server, row, trained_roles=["nobody"])
+    with pytest.raises(ValueError, match="reward=judge"):
+        play(config, tokenizer, server, row, reward="judge")
     with pytest.raises(ValueError, match="extra_info with env_id and seed"):
         play(config, tokenizer, server, {**row, "extra_info": {}})
 

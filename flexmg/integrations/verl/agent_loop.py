@@ -96,12 +96,12 @@ class FlexMGAgentLoop(AgentLoopBase):
             )
         env = flexmg.make(str(env_id), **parse_env_kwargs(info.get("env_kwargs")))
         roles = list(env.possible_agents)
-        for name in [self.reward] if self.reward != "team" else []:
-            if name not in roles:
-                raise ValueError(f"reward={name!r} is not a role of {env_id}: {roles}")
         unknown = sorted((self.trained_roles or set()) - set(roles))
+        if self.reward != "team" and self.reward not in roles:
+            unknown.append(f"reward={self.reward}")
         if unknown:
-            raise ValueError(f"trained_roles {unknown} are not roles of {env_id}: {roles}")
+            env.close()
+            raise ValueError(f"{unknown} are not roles of {env_id}: {roles}")
         return SeatDriver(env, str(env_id), int(info["seed"]))
 
     async def _generate(

@@ -274,3 +274,19 @@ def test_bad_configs_say_what_was_expected():
     config = make_env_config("math-3agent", seeds=[1, 2])
     assert list(config.agent_harnesses()) == ["planner", "solver", "verifier"]
     assert [t.data.seed for t in make_env("math-3agent", seeds=[1, 2]).taskset] == [1, 2]
+
+
+def test_module_doctests_and_the_plugin_module() -> None:
+    import doctest
+
+    import flexmg_verifiers
+
+    import flexmg.integrations.verifiers as adapter
+
+    result = doctest.testmod(adapter, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+    # verifiers finds the taskset and env by importing the plugin id's module.
+    from verifiers.v1.utils.loaders import environment_class, taskset_class
+
+    assert taskset_class(adapter.PLUGIN_ID) is flexmg_verifiers.FlexMGTaskset
+    assert environment_class(adapter.PLUGIN_ID) is flexmg_verifiers.FlexMGSeatsEnv

@@ -3,12 +3,15 @@
 Commands: ``list`` (registered envs), ``check ENV_ID`` (conformance verdict),
 ``play ENV_ID`` (type each role's message by hand), ``sandbox ...``
 (sandbox image and status), ``train`` / ``eval`` (MARFT and IPPO learners),
-``leaderboard`` (compare agents).
+``leaderboard`` (compare agents), ``serve ENV_ID`` (an OpenEnv server),
+``export ENV_ID`` (one dataset row per episode seed, for other trainers).
 
 Example:
     $ flexmg list
     $ flexmg check math-2agent
     $ flexmg play echo --seed 3
+    $ flexmg export math-2agent --split eval --n 1000 --format parquet --out gsm.parquet
+    $ flexmg serve math-2agent --port 8000
 """
 
 from __future__ import annotations
@@ -140,6 +143,45 @@ def _cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from flexmg.integrations.openenv import serve
+    except ImportError as err:
+        print(f"flexmg: error: {err}", file=sys.stderr)
+        return 2
+    kwargs = parse_kwargs([*args.kw, *args.kw_opt])
+    serve(args.env_id, kwargs, host=args.host, port=args.port, max_sessions=args.max_sessions)
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from flexmg.integrations.export import export_rows
+
+    fmt = args.format or ("parquet" if args.out.endswith(".parquet") else "jsonl")
+    try:
+        path = export_rows(
+            args.env_id,
+            args.out,
+            n=args.n,
+            fmt=fmt,
+            split=args.split,
+            seed_start=args.seed_start,
+            env_kwargs=parse_kwargs([*args.kw, *args.kw_opt]),
+            agent_name=args.agent_name,
+            progress=True,
+        )
+    except (ImportError, ValueError) as err:
+        print(f"flexmg: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.n} rows ({fmt}) to {path}")
+    return 0
+
+
+def _add_kwargs_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("kw", nargs="*", metavar="KEY=VALUE", help="env kwargs (JSON values)")
+    p.add_argument("--kw", dest="kw_opt", nargs="*", default=[], metavar="KEY=VALUE")
+
+
 def standalone_main(add_commands: Any, prog: str, argv: Sequence[str] | None = None) -> int:
     """Run one package's commands without the rest of the CLI (``python -m flexmg.agents.cli``).
 
@@ -170,6 +212,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--kw", nargs="*", default=[], metavar="KEY=VALUE", help="env kwargs")
     p.set_defaults(func=_cmd_play)
+    p = sub.add_parser("serve", help="serve an env with OpenEnv's HTTP/WebSocket API")
+    p.add_argument("env_id")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions")
+    _add_kwargs_arguments(p)
+    p.set_defaults(func=_cmd_serve)
+    p = sub.add_parser("export", help="write one dataset row per episode seed (jsonl/parquet)")
+    p.add_argument("env_id")
+    p.add_argument("--out", required=True, help="output file (.jsonl or .parquet)")
+    p.add_argument("--n", type=int, default=1000, help="number of episodes (seeds)")
+    p.add_argument("--split", default="eval", help="task split: train, eval or all")
+    p.add_argument(
+        "--format",
+        choices=("jsonl", "parquet"),
+        default=None,
+        help="default: from the --out suffix",
+    )
+    p.add_argument("--seed-start", type=int, default=0, help="first seed")
+    p.add_argument("--agent-name", default="flexmg_agent", help="verl's agent_name column")
+    _add_kwargs_arguments(p)
+    p.set_defaults(func=_cmd_export)
     for module in ("flexmg.sandboxes.cli", "flexmg.agents.cli", "flexmg.baselines.cli"):
         try:
             mod = __import__(module, fromlist=["add_commands"])
@@ -187,7 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``flexmg`` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # KEY=VALUE env kwargs may follow options (``flexmg serve ID --port 1 k=v``)
+        if not hasattr(args, "kw_opt") or any(a.startswith("-") or "=" not in a for a in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.kw = [*args.kw, *extra]
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -52,3 +54,96 @@ def assert_judged_in_parallel(metrics: list[dict[str, Any]]) -> None:
     latest_start = max(s for s, _ in spans)
     earliest_end = min(e for _, e in spans)
     assert latest_start < earliest_end, "the judgements did not overlap in time"
+
+
+def require_extra(module: str, extra: str, flag: str = "FLEXMG_REQUIRE_EXTRAS") -> ModuleType:
+    """Import an optional framework, skipping the test without it; with
+    ``FLEXMG_REQUIRE_EXTRAS=1`` (CI) a missing framework fails the test instead.
+    (``flag`` names another variable for a framework CI tests in its own venv.)"""
+    import os
+
+    import pytest
+
+    if os.environ.get(flag) == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module, reason=f"needs pip install 'flexmg[{extra}]'")
+
+
+@contextlib.contextmanager
+def flexmg_server(env_id: str, *args: str, lifetime_s: int = 300) -> Iterator[str]:
+    """Run ``flexmg serve ENV_ID ARGS`` on a free 127.0.0.1 port; yield its base URL.
+
+    The process stops itself after ``lifetime_s`` (coreutils ``timeout``) whatever
+    happens to the test, and is terminated when the block ends.
+    """
+    import json
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = ["timeout", str(lifetime_s), sys.executable, "-m", "flexmg.cli", "serve", env_id]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=10) as resp:
+                    json.loads(resp.read())
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    out = proc.stdout.read() if proc.poll() is not None and proc.stdout else ""
+                    raise RuntimeError(f"flexmg serve did not come up: {out[-2000:]}") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# A Qwen-style ChatML template for the character tokenizer (its markers are added as
+# special tokens), so framework code that renders chat prompts sees a real chat model.
+CHATML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def save_tiny_chat_model(folder: str | Path, seed: int = 0) -> Path:
+    """Save a tiny Qwen2 chat model (random init) and its ChatML character tokenizer in
+    ``folder``; generation stops at ``<|im_end|>``. Returns the folder.
+
+    The tokenizer is also saved alone in ``folder/"tokenizer"``: ``AutoTokenizer`` on the
+    model folder would pick Qwen2's tokenizer class (from the model type), not this one."""
+    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
+    from flexmg.agents.tokenizer import build_char_tokenizer
+
+    tok = build_char_tokenizer(model_max_length=16384)
+    tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tok.eos_token = "<|im_end|>"
+    tok.chat_template = CHATML_TEMPLATE
+    config = tiny_config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=16384,
+        eos_token_id=tok.eos_token_id,
+    )
+    model = build_tiny_model(seed=seed, config=config)
+    folder = Path(folder)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    tok.save_pretrained(folder / "tokenizer")
+    return folder

@@ -1,0 +1,203 @@
+"""Dataset export: one row per episode seed, for trainers that read prompt datasets.
+
+A row carries the first role's chat prompt (the one :func:`observation_to_messages`
+builds), the gold answer and the seed, so an env-backed trainer can replay the
+episode with ``env.reset(seed=row["seed"])``, plus verl's fields
+(``data_source``, chat ``prompt``, ``ability``, ``reward_model``, ``extra_info``,
+``agent_name``). ``flexmg export`` writes rows as jsonl (no extra needed) or
+parquet (needs ``datasets``); files are written atomically.
+
+Example:
+    >>> import flexmg
+    >>> from flexmg.integrations.export import episode_row
+    >>> row = episode_row(flexmg.make("math-2agent", split="eval"), "math-2agent", seed=0)
+    >>> row["extra_info"]["role"], row["reward_model"]["style"], row["prompt"][0]["role"]
+    ('solver', 'rule', 'system')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from flexmg.integrations.seats import observation_to_messages
+
+FORMATS = ("jsonl", "parquet")
+DEFAULT_AGENT_NAME = "flexmg_agent"
+
+__all__ = ["DEFAULT_AGENT_NAME", "FORMATS", "episode_row", "export_rows", "iter_rows", "write_rows"]
+
+
+def ability_of(env_id: str) -> str:
+    """The task family of an env id (``math``, ``code``) or ``"multi-agent"``.
+
+    >>> ability_of("code-3agent-v0"), ability_of("echo")
+    ('code', 'multi-agent')
+    """
+    family = env_id.split("-", 1)[0]
+    return family if family in ("math", "code") else "multi-agent"
+
+
+def episode_row(
+    env: Any,
+    env_id: str,
+    seed: int,
+    *,
+    split: str = "train",
+    index: int = 0,
+    env_kwargs: Mapping[str, Any] | None = None,
+    agent_name: str = DEFAULT_AGENT_NAME,
+) -> dict[str, Any]:
+    """The row of episode ``seed``: reset ``env`` and read the first role's prompt.
+
+    ``env_kwargs`` are recorded (as JSON text in ``extra_info``) so a trainer
+    rebuilds the same env: ``flexmg.make(env_id, **json.loads(...))``.
+    """
+    env.reset(seed=seed)
+    role = env.agent_selection
+    messages = observation_to_messages(env.observe(role))
+    task = env.task
+    return {
+        "data_source": f"flexmg/{env_id}",
+        "prompt": messages,
+        "ability": ability_of(env_id),
+        "reward_model": {"style": "rule", "ground_truth": task.answer},
+        "extra_info": {
+            "env_id": env_id,
+            "seed": int(seed),
+            "split": split,
+            "index": int(index),
+            "task_id": task.id,
+            "role": role,
+            "roles": list(env.possible_agents),
+            "env_kwargs": json.dumps(dict(env_kwargs or {}), sort_keys=True),
+        },
+        "agent_name": agent_name,
+        "env_id": env_id,
+        "seed": int(seed),
+        "answer": task.answer,
+    }
+
+
+def iter_rows(
+    env_id: str,
+    seeds: Sequence[int],
+    *,
+    split: str = "eval",
+    env_kwargs: Mapping[str, Any] | None = None,
+    agent_name: str = DEFAULT_AGENT_NAME,
+    progress: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """Rows for ``seeds`` of ``env_id`` built with ``split=`` (one env, reset per seed)."""
+    import flexmg
+
+    kwargs = {**dict(env_kwargs or {}), "split": split}
+    env = flexmg.make(env_id, **kwargs)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(seeds), desc=f"export {env_id}", unit="row")
+    try:
+        for index, seed in enumerate(seeds):
+            yield episode_row(
+                env,
+                env_id,
+                seed,
+                split=split,
+                index=index,
+                env_kwargs=kwargs,
+                agent_name=agent_name,
+            )
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        env.close()
+
+
+@contextlib.contextmanager
+def _atomic_path(path: Path) -> Iterator[Path]:
+    """A temp path next to ``path``, moved onto it when the block succeeds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_rows(rows: Sequence[Mapping[str, Any]], out: str | os.PathLike[str], fmt: str) -> Path:
+    """Write ``rows`` to ``out`` as ``jsonl`` or ``parquet`` (atomically); returns the path.
+
+    Parquet goes through Hugging Face ``datasets`` (``pip install datasets``).
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    out = Path(out)
+    if fmt == "parquet":
+        try:
+            import datasets
+        except ImportError as err:
+            raise ImportError(
+                "writing parquet needs Hugging Face datasets: pip install 'flexmg[export]' "
+                "(or write --format jsonl, which needs nothing)"
+            ) from err
+        table = datasets.Dataset.from_list([dict(r) for r in rows])
+        with _atomic_path(out) as tmp:
+            table.to_parquet(str(tmp))
+        return out
+    with _atomic_path(out) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    return out
+
+
+def export_rows(
+    env_id: str,
+    out: str | os.PathLike[str],
+    *,
+    n: int,
+    fmt: str = "jsonl",
+    split: str = "eval",
+    seed_start: int = 0,
+    env_kwargs: Mapping[str, Any] | None = None,
+    agent_name: str = DEFAULT_AGENT_NAME,
+    progress: bool = False,
+) -> Path:
+    """Export episodes ``seed_start .. seed_start + n - 1`` of ``env_id`` to ``out``.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "m.jsonl"
+    >>> _ = export_rows("math-1agent", path, n=3)
+    >>> len(path.read_text().splitlines())
+    3
+    """
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an int >= 1 (the number of episodes), got {n!r}")
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    seeds = range(seed_start, seed_start + n)
+    rows = list(
+        iter_rows(
+            env_id,
+            seeds,
+            split=split,
+            env_kwargs=env_kwargs,
+            agent_name=agent_name,
+            progress=progress,
+        )
+    )
+    return write_rows(rows, out, fmt)

@@ -1,0 +1,331 @@
+"""Serve any registered flexmg env with OpenEnv's server API (``flexmg serve``).
+
+OpenEnv (https://github.com/meta-pytorch/OpenEnv) is the HTTP/WebSocket env
+standard that TRL, SkyRL and verifiers consume. :func:`create_flexmg_app` wraps
+a flexmg env id in OpenEnv's own FastAPI server: ``/reset``, ``/step``,
+``/state``, ``/schema`` over HTTP and ``/ws`` for persistent sessions, each
+WebSocket session with its own env.
+
+One ``step`` is one turn of the role whose turn it is; the observation names
+that role (``role``) and carries its chat prompt (``messages``, the prompt
+flexmg's own agents see), the step's ``reward`` (the change of the team score,
+so an episode's rewards add up to its score), ``done``, the per-role
+``rewards`` of the step, the per-role ``episode_rewards`` so far, the per-role
+``infos`` and, once done, ``score`` and ``metrics``. Malformed actions get
+OpenEnv's validation errors; a step at the wrong time (before ``reset``, after
+the end, or naming another ``role``) returns an observation whose ``error``
+says what to do, and the session goes on.
+
+Note: OpenEnv's HTTP ``/step`` is stateless (a fresh env per request), so play
+episodes over the WebSocket session, e.g. with OpenEnv's ``GenericEnvClient``.
+
+Needs ``pip install 'flexmg[openenv]'``.
+
+Example (a server in one shell, a client in another)::
+
+    $ flexmg serve math-2agent --port 8000
+
+    from openenv.core import GenericEnvClient
+    with GenericEnvClient(base_url="http://127.0.0.1:8000").sync() as client:
+        result = client.reset(seed=0)                 # result.observation["role"] == "solver"
+        result = client.step({"message": "\\boxed{5}"})  # now the verifier's turn
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from typing import Any
+from uuid import uuid4
+
+try:
+    from openenv.core.env_server.http_server import create_app
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action, Observation, State
+except ImportError as err:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        "flexmg.integrations.openenv needs OpenEnv: pip install 'flexmg[openenv]'"
+    ) from err
+from pydantic import Field
+
+from flexmg.integrations.seats import EpisodeResult, Messages, SeatDriver, Segment
+
+__all__ = [
+    "FlexMGAction",
+    "FlexMGEnvironment",
+    "FlexMGObservation",
+    "FlexMGState",
+    "RemoteSeatDriver",
+    "create_flexmg_app",
+    "serve",
+]
+
+HTTP_STEP_NOTE = (
+    "no episode in progress: call reset first. (OpenEnv's HTTP /step is stateless, a fresh "
+    "env per request; play episodes over the WebSocket session /ws, e.g. with "
+    "openenv.core.GenericEnvClient.)"
+)
+
+
+class FlexMGAction(Action):
+    """One turn: the message of the role whose turn it is."""
+
+    message: str = Field(
+        ..., description="the acting role's message (any text; the env cuts what is too long)"
+    )
+    role: str | None = Field(
+        default=None,
+        description="optional guard: the role this message is for; refused if it is not its turn",
+    )
+
+
+class FlexMGObservation(Observation):
+    """What the acting role sees, plus the episode's rewards so far."""
+
+    env_id: str = Field(default="", description="the flexmg env id")
+    role: str = Field(default="", description="the role whose turn it is ('' once done)")
+    round: int = Field(default=0, description="the round (0-based)")
+    task: str = Field(default="", description="the task shown to every role")
+    instructions: str = Field(default="", description="the acting role's instructions")
+    context: str = Field(default="", description="what the acting role sees of the others")
+    feedback: str = Field(default="", description="feedback on the previous round")
+    messages: list[dict[str, str]] = Field(
+        default_factory=list, description="the acting role's chat prompt (system + user)"
+    )
+    rewards: dict[str, float] = Field(
+        default_factory=dict, description="per-role rewards dealt by the last step"
+    )
+    episode_rewards: dict[str, float] = Field(
+        default_factory=dict, description="per-role rewards summed over the episode so far"
+    )
+    infos: dict[str, Any] = Field(default_factory=dict, description="per-role infos")
+    score: float | None = Field(default=None, description="the team score once done")
+    metrics: dict[str, Any] = Field(
+        default_factory=dict, description="env.episode_metrics once done"
+    )
+    error: str = Field(default="", description="why the last call was refused ('' if not)")
+
+
+class FlexMGState(State):
+    """The session's episode: env id, seed, whose turn, done, the score so far."""
+
+    env_id: str = ""
+    seed: int | None = None
+    role: str = ""
+    round: int = 0
+    done: bool = False
+    score: float = 0.0
+    turns: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON values from numpy scalars, tuples, sets and nested containers.
+
+    >>> import numpy as np
+    >>> jsonable({"a": np.float32(0.5), "b": (np.int64(2), {np.bool_(True)}), "c": float("nan")})
+    {'a': 0.5, 'b': [2, [True]], 'c': None}
+    """
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and not isinstance(value, (str, bytes)):
+        try:
+            value = value.item()
+        except (TypeError, ValueError):
+            return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+class FlexMGEnvironment(Environment):
+    """An OpenEnv ``Environment`` playing one flexmg env, one turn per ``step``.
+
+    >>> env = FlexMGEnvironment("echo")
+    >>> env.reset(seed=0).role
+    'a'
+    >>> env.step(FlexMGAction(message="hello", role="b")).error[:22]
+    "it is role 'a''s turn,"
+    """
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> None:
+        import flexmg
+
+        super().__init__()
+        self.env_id = env_id
+        self._env = flexmg.make(env_id, **dict(env_kwargs or {}))
+        self._driver: SeatDriver | None = None
+        self._episode_rewards: dict[str, float] = {}
+        self._state = FlexMGState(env_id=env_id)
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> FlexMGObservation:
+        """Start an episode (``seed`` reproduces it exactly)."""
+        self._driver = SeatDriver(self._env, self.env_id, seed)
+        self._episode_rewards = {r: 0.0 for r in self._env.possible_agents}
+        self._state = FlexMGState(
+            env_id=self.env_id, seed=seed, episode_id=episode_id or str(uuid4())
+        )
+        return self._observe(reward=None, rewards={})
+
+    def step(
+        self, action: FlexMGAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> FlexMGObservation:
+        """Play ``action.message`` for the role whose turn it is."""
+        driver = self._driver
+        if driver is None:
+            return self._refuse(HTTP_STEP_NOTE)
+        turn = driver.pending()
+        if turn is None:
+            return self._refuse("the episode is over: call reset to start a new one")
+        role = turn[0]
+        if action.role is not None and action.role != role:
+            return self._refuse(
+                f"it is role {role!r}'s turn, the action names {action.role!r}; "
+                f"send the message as {role!r} (or leave role unset)"
+            )
+        driver.act(action.message)
+        for r, v in driver.step_rewards.items():
+            self._episode_rewards[r] = self._episode_rewards.get(r, 0.0) + v
+        self._state.step_count += 1
+        record = self._env.transcript[-1]
+        self._state.turns.append(
+            {"round": record.round, "role": record.role, "text": record.action}
+        )
+        return self._observe(reward=driver.team_reward, rewards=driver.step_rewards)
+
+    @property
+    def state(self) -> FlexMGState:
+        """The session's episode (env id, seed, whose turn, turns so far)."""
+        return self._state
+
+    def close(self) -> None:
+        """Close the flexmg env (its sandbox, if any)."""
+        self._env.close()
+
+    def _refuse(self, why: str) -> FlexMGObservation:
+        obs = (
+            self._observe(reward=None, rewards={})
+            if self._driver
+            else FlexMGObservation(env_id=self.env_id)
+        )
+        obs.error = why
+        return obs
+
+    def _observe(self, reward: float | None, rewards: Mapping[str, float]) -> FlexMGObservation:
+        assert self._driver is not None
+        driver = self._driver
+        turn = driver.pending()
+        done = turn is None
+        obs = driver.observation or {}
+        score = float(self._env.episode_metrics.get("score", 0.0)) if done else None
+        self._state.role = "" if done else turn[0]
+        self._state.round = int(obs.get("round", self._state.round))
+        self._state.done = done
+        self._state.score = score if score is not None else self._state.score
+        infos = driver.step_infos if reward is not None else {}
+        return FlexMGObservation(
+            done=done,
+            reward=reward,
+            env_id=self.env_id,
+            role="" if done else turn[0],
+            round=self._state.round,
+            task=str(obs.get("task", "")),
+            instructions=str(obs.get("instructions", "")),
+            context=str(obs.get("context", "")),
+            feedback=str(obs.get("feedback", "")),
+            messages=[] if done else turn[1],
+            rewards=dict(rewards),
+            episode_rewards=dict(self._episode_rewards),
+            infos=jsonable(
+                {r: {k: v for k, v in i.items() if k != "episode"} for r, i in infos.items()}
+            ),
+            score=score,
+            metrics=jsonable(self._env.episode_metrics) if done else {},
+        )
+
+
+def create_flexmg_app(
+    env_id: str, env_kwargs: Mapping[str, Any] | None = None, *, max_sessions: int = 64
+) -> Any:
+    """OpenEnv's FastAPI app serving ``env_id`` (one env per WebSocket session).
+
+    The env is built once here so an unknown id or bad kwargs fail now, not
+    in the first session.
+    """
+    if not isinstance(max_sessions, int) or max_sessions < 1:
+        raise ValueError(f"max_sessions must be an int >= 1, got {max_sessions!r}")
+    FlexMGEnvironment(env_id, env_kwargs).close()
+    factory = functools.partial(FlexMGEnvironment, env_id, dict(env_kwargs or {}))
+    return create_app(
+        factory,
+        FlexMGAction,
+        FlexMGObservation,
+        env_name=env_id,
+        max_concurrent_envs=max_sessions,
+        state_cls=FlexMGState,
+    )
+
+
+def serve(
+    env_id: str,
+    env_kwargs: Mapping[str, Any] | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_sessions: int = 64,
+) -> None:
+    """Serve ``env_id`` with OpenEnv's server until interrupted (``flexmg serve``)."""
+    import uvicorn
+
+    app = create_flexmg_app(env_id, env_kwargs, max_sessions=max_sessions)
+    uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+class RemoteSeatDriver:
+    """:class:`~flexmg.integrations.seats.SeatDriver`'s turn-by-turn interface over a
+    ``flexmg serve`` session, for trainers that reach the env through OpenEnv.
+
+    ``client`` is a synchronous OpenEnv client (``GenericEnvClient(base_url=...).sync()``).
+    """
+
+    def __init__(self, client: Any, env_id: str, seed: int | None) -> None:
+        self.client = client
+        self.result = EpisodeResult(env_id=env_id, seed=seed)
+        self._take(client.reset(seed=seed))
+
+    def _take(self, step: Any) -> None:
+        obs = step.observation
+        if obs.get("error"):
+            raise RuntimeError(f"the flexmg server refused the step: {obs['error']}")
+        self._obs, self._done = obs, bool(step.done)
+        if self._done:
+            self.result.score = float(obs.get("score") or 0.0)
+            self.result.rewards = dict(obs.get("episode_rewards", {}))
+            self.result.metrics = dict(obs.get("metrics", {}))
+
+    @property
+    def done(self) -> bool:
+        """Whether the episode is over."""
+        return self._done
+
+    def pending(self) -> tuple[str, Messages] | None:
+        """The role to act next and its prompt; ``None`` once the episode is over."""
+        return None if self._done else (self._obs["role"], self._obs["messages"])
+
+    def act(self, text: str) -> None:
+        """Play ``text`` for the pending role (one OpenEnv ``step``)."""
+        turn = self.pending()
+        if turn is None:
+            raise RuntimeError("the episode is over: no role is waiting to act")
+        role, messages = turn
+        round_index = int(self._obs.get("round", 0))
+        self._take(self.client.step({"message": text, "role": role}))
+        self.result.segments.append(Segment(role, round_index, messages, text))

@@ -46,6 +46,7 @@ import types
 from collections.abc import Callable
 
 MAX_FRAME = 64 << 20
+_COMPARE_BYTES = 1 << 20  # larger sides of an ``==`` test are compared by the judge itself
 _MAX_ITEMS = 1_000_000
 _MAX_DEPTH = 200
 _BIG_INT = 1 << 4000
@@ -162,6 +163,37 @@ def _dec(o: object, depth: int, fn: Callable[[int], object] | None = None) -> ob
     raise ValueError(f"malformed encoded value with tag {tag!r}")
 
 
+def safe_repr(value: object, limit: int = 140) -> str:
+    """A bounded ``repr`` that never raises (huge ints, huge or self-containing values).
+
+    >>> safe_repr(1 << 20000)
+    '<int of 20001 bits>'
+    >>> len(safe_repr("x" * 10_000)) <= 140
+    True
+    """
+    import reprlib
+
+    class Bounded(reprlib.Repr):
+        def repr_int(self, x: int, level: int) -> str:
+            if x.bit_length() > 4000:
+                return f"<{type(x).__name__} of {x.bit_length()} bits>"
+            return super().repr_int(x, level)
+
+    shown = Bounded()
+    shown.maxstring = shown.maxother = limit
+    shown.maxlong = limit
+    try:
+        text = shown.repr(value)
+    except BaseException:  # e.g. a RecursionError deep inside
+        text = f"<{type(value).__name__} that cannot be shown>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def encoded_size(obj: object) -> int:
+    """Bytes ``obj`` (an :func:`encode` result) takes in a frame."""
+    return len(json.dumps(obj, ensure_ascii=True, allow_nan=True))
+
+
 # --------------------------------------------------------------------------- framing
 
 
@@ -251,8 +283,43 @@ def _set_name(name: str) -> None:
         pass
 
 
+def _new_group(role: str) -> None:
+    """A runner gets a session of its own (so its own scheduling autogroup: writing
+    ``/proc/self/autogroup`` changes only this run); others a process group."""
+    try:
+        if role == "runner":
+            os.setsid()
+        else:
+            os.setpgid(0, 0)
+    except OSError:
+        pass
+
+
+_BASE_LIMITS: list[tuple[int, tuple[int, int]]] = []  # (resource, limits) of a pristine process
+
+
+def record_base_limits() -> None:
+    """Remember this (pristine) process's rlimits; every run starts from them."""
+    import resource
+
+    _BASE_LIMITS[:] = []
+    for name in sorted(dir(resource)):
+        if name.startswith("RLIMIT_"):
+            res = getattr(resource, name)
+            try:
+                _BASE_LIMITS.append((res, resource.getrlimit(res)))
+            except (ValueError, OSError):
+                pass
+
+
 def _apply_limits(lim: dict, memory_factor: float = 1.0) -> None:
     import resource
+
+    for res, base in _BASE_LIMITS:  # every run starts from the pristine limits
+        try:
+            resource.setrlimit(res, base)
+        except (ValueError, OSError):
+            pass
 
     def setlim(res: int, value: int) -> None:
         try:
@@ -616,6 +683,7 @@ class Judge:
         self.load_info: dict | None = None
         self.load_error: str | None = None
         self.load_kind = "error"
+        self.verdict_budget = MAX_FRAME // 2  # bytes of compared values the verdict may carry
         # the zygote wrote the first runner's job itself, so it loads while we start
         self.preloaded = bool(job.get("runner_preloaded"))
 
@@ -769,7 +837,7 @@ class Judge:
         pid = os.fork()
         if pid == 0:
             try:
-                os.setpgid(0, 0)
+                _new_group("runner")
                 _exec_python("runner", self.config, [devnull, 1, 2, ci_r, co_w])
             finally:
                 os._exit(127)
@@ -791,24 +859,21 @@ class Judge:
             pass
         if self.load_info is None:
             return {"load_error": self.load_error, "load_kind": self.load_kind, "results": []}
-        for alias, modname in (self.load_info.get("modules") or {}).items():
-            if str(modname).split(".")[0] in sys.stdlib_module_names:
-                try:
-                    ns[alias] = __import__(modname, fromlist=["_"])
-                except BaseException:
-                    pass
-        for name in self.load_info.get("functions") or []:
-            ns[name] = _Proxy(self, name)
+        self._bind_solution(ns)
+        setup_error = _exec_task_code(job["task_code"], ns) if job.get("task_code") else None
+        defined = self.load_info.get("functions") or ()
+        named = job.get("function_name")  # the task names it: bound even if it is a builtin's
+        if isinstance(named, str) and named in defined:
+            ns[named] = _Proxy(self, named)
         entry = job.get("entry_point")
         if entry:
-            if entry not in ns or not isinstance(ns[entry], _Proxy):
+            if entry not in defined:
                 return {
                     "load_error": f"the solution does not define a function named {entry!r}",
                     "load_kind": "error",
                     "results": [],
                 }
-            ns[job.get("candidate_name") or "candidate"] = ns[entry]
-        setup_error = None
+            ns[entry] = ns[job.get("candidate_name") or "candidate"] = _Proxy(self, entry)
         if job.get("setup"):
             self.test_deadline = min(run_deadline, time.monotonic() + test_timeout)
             try:
@@ -835,18 +900,53 @@ class Judge:
                 setup_error = "a setup statement failed: " + outcome["message"]
         return {"results": results, "load_error": None}
 
+    def _comparison(self, left: object, right: object, sides: tuple) -> dict:
+        """The outcome of ``assert LEFT == RIGHT`` on plain data, within the verdict's budget.
+
+        Small sides go to the host, which compares them; sides too big for the
+        verdict's frame (a solution returning a 36 MiB string) are compared here,
+        on plain data, and only a bounded message travels: the run is judged, and
+        a wrong huge answer is a failure like any other.
+        """
+        size = encoded_size(sides[0]) + encoded_size(sides[1])
+        if size <= min(_COMPARE_BYTES, self.verdict_budget):
+            self.verdict_budget -= size
+            return {"status": "compare", "left": sides[0], "right": sides[1]}
+        if left == right:
+            return {"status": "pass", "message": ""}
+        return {"status": "fail", "message": f"expected {safe_repr(right)}, got {safe_repr(left)}"}
+
+    def _bind_solution(self, ns: dict) -> None:
+        """Put the solution's functions (as proxies) and stdlib imports into the tests' names.
+
+        Names of builtins are never bound: a solution that defines ``abs`` or
+        ``sorted`` changes what its own code computes, never what the tests do.
+        """
+        info = self.load_info or {}
+        for alias, modname in (info.get("modules") or {}).items():
+            if _shadows_builtin(alias) or str(modname).split(".")[0] not in sys.stdlib_module_names:
+                continue
+            try:
+                ns[alias] = __import__(modname, fromlist=["_"])
+            except BaseException:
+                pass
+        for name in info.get("functions") or []:
+            if not _shadows_builtin(name):
+                ns[name] = _Proxy(self, name)
+
     def _run_unit(self, unit: dict, ns: dict) -> dict:
         try:
             if unit.get("eq"):
                 left = eval(compile(unit["eq"][0], "<test>", "eval"), ns)  # noqa: S307
                 right = eval(compile(unit["eq"][1], "<test>", "eval"), ns)  # noqa: S307
                 try:
-                    return {"status": "compare", "left": encode(left), "right": encode(right)}
+                    sides = encode(left), encode(right)
                 except NotPlainData:
                     same = bool(left == right)
                     if same:
                         return {"status": "pass", "message": ""}
                     return {"status": "fail", "message": "the two sides differ"}
+                return self._comparison(left, right, sides)
             exec(compile(unit["src"], "<test>", "exec"), ns)  # noqa: S102
             return {"status": "pass", "message": ""}
         except _TestTimeout:
@@ -865,6 +965,24 @@ class Judge:
             return {"status": "error", "message": _exc_line(e)}
         except BaseException as e:
             return {"status": "error", "message": _exc_line(e)}
+
+
+def _shadows_builtin(name: object) -> bool:
+    """True when ``name`` is a builtin's name (``abs``, ``len``, ``set``, ``__import__``...)."""
+    return not isinstance(name, str) or hasattr(builtins, name) or name.startswith("__")
+
+
+def _exec_task_code(code: str, ns: dict) -> str | None:
+    """Run the task's own code (its prompt: imports and helpers) in the tests' names.
+
+    The task is trusted: the helpers it defines are the task's, whatever the
+    solution redefined. Returns an error line when the task's code fails.
+    """
+    try:
+        exec(compile(code, "<task>", "exec"), ns)  # noqa: S102 - trusted task text
+    except BaseException as e:
+        return "the task's own code failed: " + _exc_line(e)
+    return None
 
 
 def _judge_job(job: dict, config: dict, wfd: int, rfd: int, verdict_fd: int) -> Judge | None:
@@ -976,6 +1094,7 @@ def forkserver_main(config: dict) -> None:
     _prctl(PR_SET_DUMPABLE, 0)
     _set_name("forkserver")
     _reset_signals()
+    record_base_limits()
     sock = socket.socket(fileno=3)
     os.chdir("/")
     import fcntl  # noqa: F401 - imported once here, so children start faster
@@ -1078,7 +1197,7 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 _set_name(role)
                 sock.close()
-                os.setpgid(0, 0)
+                _new_group(role)
                 _place_fds(mine)
                 {"runner": runner_main, "judge-server": judge_server_main}.get(role, judge_main)(
                     config
@@ -1103,6 +1222,118 @@ def _pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
+
+
+def _entries(dir_fd: int) -> list[tuple[str, bool]]:
+    """(name, is a directory) of each entry of the open directory ``dir_fd``."""
+    try:
+        with os.scandir(dir_fd) as it:
+            return [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+    except OSError:
+        return []
+
+
+def _unlock(dir_fd: int, name: str) -> None:
+    """Give back the owner's rights on directory ``name`` (a run may have chmod-ed it to 0)."""
+    try:
+        os.chmod(name, 0o700, dir_fd=dir_fd)
+    except OSError:
+        pass
+
+
+def _empty_one(root_fd: int, name: str, fresh_name: Callable[[], str]) -> bool:
+    """Remove directory ``name`` of ``root_fd``: its files go, its subdirectories move up.
+
+    Returns whether anything was removed or moved.
+    """
+    try:
+        os.rmdir(name, dir_fd=root_fd)
+        return True
+    except OSError:
+        pass
+    _unlock(root_fd, name)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root_fd)
+    except OSError:
+        return False
+    progress = False
+    try:
+        for inner, is_dir in _entries(fd):
+            try:
+                if is_dir:
+                    _unlock(fd, inner)  # moving a directory rewrites its ".."
+                    os.rename(inner, fresh_name(), src_dir_fd=fd, dst_dir_fd=root_fd)
+                else:
+                    os.unlink(inner, dir_fd=fd)
+                progress = True
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(name, dir_fd=root_fd)
+        return True
+    except OSError:
+        return progress
+
+
+def empty_directory(root: str) -> None:
+    """Remove everything under ``root``; never raises, never recurses.
+
+    Subdirectories are moved up to ``root`` level one at a time (flattening the
+    tree), so a 3,000-level chain costs no recursion, no long paths and two open
+    descriptors; modes a run set (``chmod 0``) are undone. It stops when a round
+    removes and moves nothing (what is left cannot be removed by this uid).
+    """
+    try:
+        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    counter = [0]
+
+    def fresh_name() -> str:
+        counter[0] += 1
+        return f".flexmg-flat-{os.getpid()}-{counter[0]}"
+
+    try:
+        progress = True
+        while progress:
+            progress = False
+            for name, is_dir in _entries(root_fd):
+                if is_dir:
+                    progress = _empty_one(root_fd, name, fresh_name) or progress
+                else:
+                    try:
+                        os.unlink(name, dir_fd=root_fd)
+                        progress = True
+                    except OSError:
+                        pass
+    except BaseException:
+        return
+    finally:
+        os.close(root_fd)
+
+
+def _has_live_thread(pid: int) -> bool:
+    """True when a zombie-looking ``pid`` still has a running thread.
+
+    A process whose main thread ended with a raw ``exit`` syscall while another
+    thread runs shows state ``Z`` in ``/proc/PID/stat``, yet it lives on: a
+    cleanup that skipped zombies would leave it in the worker.
+    """
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                stat = f.read()
+            if stat[stat.rindex(b")") + 2 :][:1] not in (b"Z", b"X"):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 def _wait_exits(handles: list[int | None], timeout: float = 2.0) -> None:
@@ -1167,7 +1398,6 @@ class Zygote:
         self.fs_buf = bytearray()
         self.fs_starts = 0
         self.spawned: list[int] = []
-        self.counter = 0
         self.spare: dict | None = None
         self.server: dict | None = None  # the judge server: {"pid", "sock"}
         self.last_untrusted = False  # the last test job's tests were not trusted
@@ -1283,7 +1513,8 @@ class Zygote:
 
     # ---- cleanup between runs
     def _victims(self) -> list[int]:
-        """Every live process of the last run (zombies are left to their reapers).
+        """Every live process of the last run (true zombies are left to their reapers;
+        a zombie whose other threads still run is live, see :func:`_has_live_thread`).
 
         The idle runner and judge of the next run (``self.spare``) are not victims.
         """
@@ -1310,7 +1541,7 @@ class Zygote:
                 parent[pid] = int(fields[1])
             except (OSError, ValueError, IndexError):
                 continue
-            if fields[0] not in (b"Z", b"X"):
+            if fields[0] not in (b"Z", b"X") or _has_live_thread(pid):
                 live.add(pid)
         if self.pid1:  # the whole pid namespace is ours
             return [pid for pid in live if pid not in keep]
@@ -1358,43 +1589,12 @@ class Zygote:
         return killed
 
     def _clean_files(self) -> None:
-        import shutil
-
-        def fix(func: object, path: str, _exc: object) -> None:
-            # The run may have chmod-ed directories to 0: we own them, so undo it.
-            for p in (os.path.dirname(path), path):
-                try:
-                    if os.path.isdir(p) and not os.path.islink(p) and p not in roots:
-                        os.chmod(p, 0o700)
-                except OSError:
-                    pass
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.unlink(path)
-            except OSError:
-                pass
-
-        roots = {self.tmp_root, *self.config.get("extra_clean", [])}
         for root in [self.tmp_root, *self.config.get("extra_clean", [])]:
             try:
                 os.chmod(root, 0o1777 if self.pid1 else 0o700)
             except OSError:
                 pass
-            try:
-                names = os.listdir(root)
-            except OSError:
-                continue
-            for name in names:
-                path = os.path.join(root, name)
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, onerror=fix)
-                else:
-                    try:
-                        os.unlink(path)
-                    except OSError:
-                        pass
+            empty_directory(root)
         self._clean_ipc()
 
     def _clean_ipc(self) -> None:
@@ -1672,8 +1872,8 @@ class Zygote:
         return judge
 
     def handle(self, job: dict) -> dict:
-        self.counter += 1
-        workdir = os.path.join(self.tmp_root, f"run{self.counter}")
+        # a random name: a run learns nothing (e.g. how many runs came before) from it
+        workdir = os.path.join(self.tmp_root, "run-" + os.urandom(8).hex())
         os.mkdir(workdir, 0o700)
         mode = job["mode"]
         cap = int(job["max_output_bytes"])
@@ -1748,6 +1948,14 @@ class Zygote:
         # before the next job is read.
         self.dirty = True
         return res
+
+    def _after_run(self) -> None:
+        """Kill the run's processes, remove its files, check the judge server."""
+        self._kill_everything()
+        self._clean_files()
+        if self.server is not None and self.server["pid"] and not self._intact(self.server["pid"]):
+            self._drop_server()
+            self._kill_everything()
 
     @staticmethod
     def _close(fd: int | None) -> None:
@@ -1837,8 +2045,8 @@ class Zygote:
                 readers[fd].extend(chunk)
                 if len(out) + len(err) > cap:
                     status = "output_limit"
-                if len(verdict) > MAX_FRAME:
-                    status = "sandbox_error"
+                if len(verdict) > MAX_FRAME + 4:  # the solution's doing: a failed run
+                    status = "verdict_too_large"
             if status:
                 break
         duration = (end or time.monotonic()) - t0
@@ -1928,15 +2136,11 @@ class Zygote:
             # files, and start the next run's runner and judge.
             if self.dirty:
                 self.dirty = False
-                self._kill_everything()
-                self._clean_files()
-                if (
-                    self.server is not None
-                    and self.server["pid"]
-                    and not self._intact(self.server["pid"])
-                ):
+                try:
+                    self._after_run()
+                except BaseException:  # never let a run's leftovers end the worker
+                    self._drop_spare()
                     self._drop_server()
-                    self._kill_everything()
             self.exited.clear()
             self.traced.clear()
             if self.spare is None:
@@ -1955,7 +2159,41 @@ def _frame_complete(buf: bytearray) -> bool:
     return len(buf) >= 4 + size
 
 
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+
+def install_seccomp(program: bytes) -> None:
+    """Install a classic BPF seccomp ``program`` on this process and its future children.
+
+    The local backend's bubblewrap installs the filter itself; the docker and
+    unsafe backends' zygotes call this before they start anything. Raises
+    ``OSError`` when the kernel refuses.
+    """
+    import ctypes
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    ulong = ctypes.c_ulong
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, ulong(1), ulong(0), ulong(0), ulong(0)) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if (
+        libc.prctl(
+            PR_SET_SECCOMP, ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), ulong(0), ulong(0)
+        )
+        != 0
+    ):
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+
+
 def zygote_main(config: dict) -> None:
+    if config.get("seccomp"):
+        install_seccomp(bytes.fromhex(config["seccomp"]))
     drop = config.get("drop_to_uid")
     if drop is not None and os.getuid() == 0:
         os.setgroups([])

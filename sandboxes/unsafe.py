@@ -16,13 +16,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import tempfile
 import uuid
 import warnings
 from typing import Any
 
+from . import _inside, seccomp
 from .base import Sandbox
 from .cgroups import CgroupUnavailable, WorkerCgroup
 from .limits import Limits
@@ -75,6 +76,7 @@ class UnsafeSandbox(Sandbox):
             "env": {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": tmp, "TMPDIR": tmp},
             "clean_ipc": False,
             "cpu": cpu,
+            "seccomp": seccomp.zygote_filter(),
         }
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         w = CgroupWorker(zygote_argv(self._python, config), env, cgroup, cwd=tmp)
@@ -90,5 +92,7 @@ class UnsafeSandbox(Sandbox):
         me = os.getpid()
         for pid, d in self._dirs:
             if pid == me:  # never a directory of the process we were forked from
-                shutil.rmtree(d, ignore_errors=True)
+                _inside.empty_directory(d)  # any depth a run left (no recursion)
+                with contextlib.suppress(OSError):
+                    os.rmdir(d)
         self._dirs = [(pid, d) for pid, d in self._dirs if pid != me]

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from . import _inside
+from .inside import codec
 from .limits import Limits
 from .results import ExecResult, TestReport, TestResult
 from .testspec import TestSpec, parse_tests
@@ -428,8 +428,8 @@ class Sandbox:
         status = str(item.get("status", ""))
         if status == "compare":
             try:
-                left = _inside.decode(item.get("left"))
-                right = _inside.decode(item.get("right"))
+                left = codec.decode(item.get("left"))
+                right = codec.decode(item.get("right"))
                 same = bool(left == right)
             except (ValueError, RecursionError, TypeError) as e:
                 return TestResult(name, False, "error", _short(f"malformed result: {e}"))
@@ -439,7 +439,7 @@ class Sandbox:
                 name,
                 False,
                 "fail",
-                _short(f"expected {_inside.safe_repr(right)}, got {_inside.safe_repr(left)}"),
+                _short(f"expected {codec.safe_repr(right)}, got {codec.safe_repr(left)}"),
             )
         if status == "pass":
             return TestResult(name, True, "pass", "")

@@ -21,8 +21,8 @@ from flexmg.sandboxes import (
     make_sandbox,
     parse_tests,
 )
-from flexmg.sandboxes import _inside as inside
 from flexmg.sandboxes.cli import add_commands
+from flexmg.sandboxes.inside import codec as inside
 from flexmg.sandboxes.testing import backend_params, open_sandbox
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -206,6 +206,7 @@ class DockerSandbox(Sandbox):
             "extra_clean": ["/dev/shm"],
             "cpu": cpu,
             "seccomp": seccomp.zygote_filter(),  # on top of Docker's default profile
+            "session_per_run": False,  # the container's own cpu cgroup: no autogroups
         }
         host_config = client.api.create_host_config(
             network_mode="none",

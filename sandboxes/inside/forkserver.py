@@ -112,7 +112,7 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 _set_name(role)
                 sock.close()
-                _new_group(role)
+                _new_group(role, config)
                 _place_fds(mine)
                 {"runner": runner_main, "judge-server": judge_server_main}.get(role, judge_main)(
                     config

@@ -217,7 +217,7 @@ class Judge:
         pid = os.fork()
         if pid == 0:
             try:
-                _new_group("runner")
+                _new_group("runner", self.config)
                 _exec_python("runner", self.config, [devnull, 1, 2, ci_r, co_w])
             finally:
                 os._exit(127)

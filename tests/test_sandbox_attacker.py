@@ -477,3 +477,21 @@ def test_without_a_cpu_cgroup_each_run_has_its_own_autogroup(
         # slowed: a known gap of a worker without a cpu cgroup, hence the long timeout)
         fp = box.run(FINGERPRINT, timeout=30)
         assert "autogroup 0\n" in fp.stdout, fp
+
+
+def test_code_env_grading_uses_the_task_helpers_and_isolates_bad_answers(sb: Sandbox) -> None:
+    from flexmg.envs.code import grade_code, grade_many
+
+    from flexmg.tasks import Task
+
+    prompt = "def encode(s: str) -> str:\n    return s[::-1]\n\n\ndef decode(s: str) -> str:\n    '''Undo encode.'''\n"
+    check = "def check(candidate):\n    assert candidate(encode('abc')) == 'abc'\n"
+    task = Task("helpers", prompt, meta={"tests": check, "entry_point": "decode"})
+    cheat = "```python\ndef encode(s):\n    return s\n\n\ndef decode(s):\n    return s\n```"
+    honest = "```python\ndef decode(s):\n    return s[::-1]\n```"
+    assert grade_code(cheat, task, sb).reward == 0.0
+    assert grade_code(honest, task, sb).reward == 1.0
+    huge = "```python\ndef decode(s):\n    return 1 << 20000\n```"
+    grades = grade_many([honest, huge, honest], [task] * 3, sb)
+    assert [g.reward for g in grades] == [1.0, 0.0, 1.0], grades
+    assert not any(g.sandbox_error for g in grades), grades

@@ -40,21 +40,29 @@ def _set_name(name: str) -> None:
 
 
 def _new_group(role: str, config: dict) -> None:
-    """A process group of its own; for a runner a session of its own when the
-    worker has no cpu cgroup (``config["session_per_run"]``).
+    """A process group of its own (a runner that will start a session when its job
+    comes, see :func:`_own_session`, stays in its parent's group until then)."""
+    if role == "runner" and config.get("session_per_run", True):
+        return
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
 
-    The scheduler's autogroups are per session and apply only in the root cpu
-    cgroup: there, a run writing ``/proc/self/autogroup`` would slow every
-    later run of the worker's session, so each run gets its own session (its
-    own autogroup). In a cpu cgroup of the worker's own (local as root,
-    docker) they do not apply, and the extra session (~0.1-0.3 ms of CPU per
-    run to create and tear its autogroup down) is skipped.
+
+def _own_session() -> None:
+    """Start a session, hence a scheduling autogroup, of this run's own.
+
+    Autogroups are per session and apply only in the root cpu cgroup: there, a
+    run writing ``/proc/self/autogroup`` would slow every later run of the
+    worker's session. Used only where the worker has no cpu cgroup of its own
+    (``config["session_per_run"]``): creating and tearing an autogroup down
+    costs ~0.1-0.3 ms of CPU per run. Called when the runner gets its job, not
+    when it is forked: an idle runner's autogroup, which a run could reach,
+    is the worker's own, never the next run's.
     """
     try:
-        if role == "runner" and config.get("session_per_run", True):
-            os.setsid()
-        else:
-            os.setpgid(0, 0)
+        os.setsid()
     except OSError:
         pass
 

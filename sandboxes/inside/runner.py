@@ -10,7 +10,15 @@ from collections.abc import Callable
 
 from .codec import NotPlainData, decode, encode
 from .frames import read_frame, write_frame
-from .procs import PR_SET_DUMPABLE, _apply_limits, _exc_line, _flush_stdio, _format_exc, _prctl
+from .procs import (
+    PR_SET_DUMPABLE,
+    _apply_limits,
+    _exc_line,
+    _flush_stdio,
+    _format_exc,
+    _own_session,
+    _prctl,
+)
 
 
 def _read_job(fd: int) -> dict | None:
@@ -31,6 +39,8 @@ def runner_main(config: dict) -> None:
     job = _read_job(3)
     if job is None:
         os._exit(0)
+    if config.get("session_per_run", True):
+        _own_session()  # only now: an idle runner's autogroup is the worker's, not the next run's
     _apply_limits(job.get("limits") or {})
     _prctl(PR_SET_DUMPABLE, 1)  # untrusted anyway; lets it read its own /proc/self files
     try:

@@ -11,6 +11,7 @@ would fork; a bigger parent makes every fork dearer. The sandboxes grade with
 ``trusted_tests=True`` (the task's own tests), as the code envs do.
 
 Run: ``python benchmarks/bench_sandbox.py [--backends local,docker,unsafe] [--repeat 3]``
+(``--task-code`` also passes each prompt as ``task_code``, as the code envs do).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import gzip
 import json
 import multiprocessing as mp
+import os
 import statistics
 import subprocess
 import sys
@@ -26,7 +28,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "HumanEval.jsonl.gz"
+# FLEXMG_HUMANEVAL overrides where the data is (e.g. a checkout outside the usual layout).
+DATA = Path(
+    os.environ.get("FLEXMG_HUMANEVAL")
+    or Path(__file__).resolve().parents[2] / "shared" / "data" / "HumanEval.jsonl.gz"
+)
 
 
 def load_humaneval(path: Path = DATA) -> list[dict]:
@@ -93,7 +99,12 @@ def _summary(name: str, passed: list[bool], lat: list[float], wall: float) -> di
 
 
 def run_backend(
-    backend: str, tasks: list[dict], workers: int, timeout: float, trusted_tests: bool = True
+    backend: str,
+    tasks: list[dict],
+    workers: int,
+    timeout: float,
+    trusted_tests: bool = True,
+    task_code: bool = False,
 ) -> dict:
     from flexmg.sandboxes import make_sandbox
 
@@ -114,6 +125,7 @@ def run_backend(
                 t["test"],
                 t["entry_point"],
                 trusted_tests=trusted_tests,  # HumanEval's own tests, as the code envs grade
+                **({"task_code": t["prompt"]} if task_code else {}),  # as the code envs pass it
             )
             lat[i] = time.perf_counter() - s
             ok[i] = rep.all_passed
@@ -145,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         help="grade as agent-written tests (a fresh judge per run, no judge server)",
     )
     ap.add_argument("--repeat", type=int, default=1, help="interleaved rounds (medians)")
+    ap.add_argument(
+        "--task-code",
+        action="store_true",
+        help="pass each task's prompt as task_code, as the code envs do (its helpers judge)",
+    )
     ap.add_argument("--reference-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if not DATA.exists():
@@ -170,7 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = [run_reference_lean(args.workers, args.timeout, args.limit)]
         rows.append(run_reference(tasks, args.workers, args.timeout))
         for b in backends:
-            rows.append(run_backend(b, tasks, args.workers, args.timeout, not args.fresh_judge))
+            rows.append(
+                run_backend(
+                    b, tasks, args.workers, args.timeout, not args.fresh_judge, args.task_code
+                )
+            )
         rounds.append(rows)
     judge = "a fresh judge per run" if args.fresh_judge else "the judge server (trusted tests)"
     print(f"HumanEval canonical solutions, {len(tasks)} tasks, {args.workers} workers, {judge}")

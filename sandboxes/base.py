@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from . import _inside
+from .inside import codec
 from .limits import Limits
 from .results import ExecResult, TestReport, TestResult
 from .testspec import TestSpec, parse_tests
@@ -303,6 +303,7 @@ class Sandbox:
         *,
         timeout: float | None = None,
         trusted_tests: bool = False,
+        task_code: str | None = None,
     ) -> TestReport:
         """Run ``tests`` against the solution ``code``; the trusted side decides each test.
 
@@ -319,11 +320,20 @@ class Sandbox:
                 run). The solution is isolated the same way either way; leave it
                 False for tests an agent wrote, which could otherwise change the
                 judge for later runs.
+            task_code: the task's own code (e.g. a HumanEval prompt: imports and
+                helper functions), run on the judge's side before the tests. The
+                tests then call the task's helpers, never the solution's
+                redefinitions of them. Either way the tests see the real
+                builtins, whatever the solution defines (``def abs(x): return 0``).
 
         Raises ``ValueError``/``TypeError`` only for malformed *tests* (a task bug).
         """
         if not isinstance(code, str):
             raise TypeError(f"code must be a str, got {type(code).__name__}")
+        if task_code is not None and not isinstance(task_code, str):
+            raise TypeError(
+                f"task_code must be a str (the task's own code) or None, got {type(task_code).__name__}"
+            )
         spec = parse_tests(tests, entry_point)
         lim = self.limits.with_timeout(timeout)
         job = {
@@ -339,6 +349,8 @@ class Sandbox:
             "setup": spec.setup,
             "units": spec.units,
             "entry_point": entry_point if isinstance(tests, str) else None,
+            "function_name": entry_point,
+            "task_code": task_code or None,
             "candidate_name": spec.candidate_name,
             "trusted_tests": bool(trusted_tests),
         }
@@ -376,6 +388,9 @@ class Sandbox:
         if st == "output_limit":
             err = "killed: the solution printed more than max_output_bytes"
             return report("output_limit", all_failed("not_run", err), err)
+        if st == "verdict_too_large":
+            err = "the solution's results made the verdict too large to send; the solution scores 0"
+            return report("error", all_failed("crash", err), err)
         if st == "timeout" and not isinstance(verdict, dict):
             err = "killed: the test run went over its time limit"
             return report("timeout", all_failed("timeout", err), err)
@@ -413,15 +428,18 @@ class Sandbox:
         status = str(item.get("status", ""))
         if status == "compare":
             try:
-                left = _inside.decode(item.get("left"))
-                right = _inside.decode(item.get("right"))
+                left = codec.decode(item.get("left"))
+                right = codec.decode(item.get("right"))
                 same = bool(left == right)
             except (ValueError, RecursionError, TypeError) as e:
                 return TestResult(name, False, "error", _short(f"malformed result: {e}"))
             if same:
                 return TestResult(name, True, "pass", "")
             return TestResult(
-                name, False, "fail", _short(f"expected {right!r:.140}, got {left!r:.140}")
+                name,
+                False,
+                "fail",
+                _short(f"expected {codec.safe_repr(right)}, got {codec.safe_repr(left)}"),
             )
         if status == "pass":
             return TestResult(name, True, "pass", "")
@@ -443,31 +461,44 @@ class Sandbox:
         """Run many test jobs at once on all workers; results in input order.
 
         Each job is ``(code, tests)``, ``(code, tests, entry_point)`` or a dict
-        with those keys; ``trusted_tests`` as in :meth:`run_tests`.
+        with those keys (and optionally ``task_code``); ``trusted_tests`` as in
+        :meth:`run_tests`. Malformed tests raise before anything runs; after
+        that, one job's failure is that job's ``sandbox_error`` report and never
+        changes the others' reports.
 
         >>> with make_sandbox("local") as sb:  # doctest: +SKIP
         ...     reps = sb.map_tests([("def f(): return 1", ["assert f() == 1"])])
         >>> reps[0].passed  # doctest: +SKIP
         1
         """
-        parsed: list[tuple[str, Any, str | None]] = []
+        parsed: list[tuple[str, Any, str | None, str | None]] = []
         for i, job in enumerate(jobs):
             if isinstance(job, dict):
-                parsed.append((job["code"], job["tests"], job.get("entry_point")))
+                parsed.append(
+                    (job["code"], job["tests"], job.get("entry_point"), job.get("task_code"))
+                )
             elif isinstance(job, (tuple, list)) and len(job) in (2, 3):
-                parsed.append((job[0], job[1], job[2] if len(job) == 3 else None))
+                parsed.append((job[0], job[1], job[2] if len(job) == 3 else None, None))
             else:
                 raise TypeError(
                     f"job {i} must be (code, tests[, entry_point]) or a dict, got {job!r:.80}"
                 )
+            parse_tests(parsed[-1][1], parsed[-1][2])  # a task bug raises now, not mid-batch
         if not parsed:
             return []
+
+        def one(code: str, tests: Any, entry: str | None, task: str | None) -> TestReport:
+            try:
+                return self.run_tests(
+                    code, tests, entry, timeout=timeout, trusted_tests=trusted_tests, task_code=task
+                )
+            except Exception as e:  # this job's failure only
+                spec = parse_tests(tests, entry)
+                err = _short(f"the sandbox failed on this job: {type(e).__name__}: {e}")
+                return self._report(spec, {"status": "sandbox_error", "error": err})
+
         with ThreadPoolExecutor(max_workers=min(self.workers, len(parsed))) as pool:
-            futures = [
-                pool.submit(self.run_tests, c, t, e, timeout=timeout, trusted_tests=trusted_tests)
-                for c, t, e in parsed
-            ]
-            return [f.result() for f in futures]
+            return list(pool.map(lambda job: one(*job), parsed))
 
     def map_run(self, codes: Iterable[str], *, timeout: float | None = None) -> list[ExecResult]:
         """Run many programs at once on all workers; results in input order."""

@@ -1,4 +1,4 @@
-"""Per-worker cgroups: a pids limit (fork/thread bombs) and a memory limit.
+"""Per-worker cgroups: a pids limit (fork/thread bombs), a memory limit, a CPU share.
 
 RLIMIT_NPROC does nothing for a sandbox uid that maps to host root, so the
 local backend puts each worker in its own cgroup, created *under the caller's
@@ -82,6 +82,7 @@ class WorkerCgroup:
                             _write(memsw, str(memory_bytes))
                         except OSError:
                             pass
+                cg._add_cpu_group(own, leaf)
                 return cg
             except OSError as e:
                 cg.remove()
@@ -112,6 +113,31 @@ class WorkerCgroup:
             + ("; ".join(errors) or f"none mounted under {CGROUP_ROOT}")
             + "); run as root, or delegate a cgroup v2 subtree with the pids controller"
         )
+
+    def _add_cpu_group(self, own: dict[str, str], leaf: str) -> None:
+        """A cpu cgroup of its own (v1), where the host allows one.
+
+        The worker then gets an equal CPU share next to the other workers, and
+        the scheduler's autogroups (``/proc/PID/autogroup``, which only apply in
+        the root cpu group) no longer apply to it: a run that writes ``19``
+        there cannot slow the worker down for later runs.
+        """
+        for ctrl in ("cpu", "cpu,cpuacct"):
+            root = os.path.join(CGROUP_ROOT, ctrl)
+            if not os.path.isfile(os.path.join(root, "cgroup.procs")):
+                continue
+            d = os.path.join(root + own.get("cpu", "/"), leaf)
+            try:
+                os.makedirs(d, exist_ok=True)
+            except OSError:
+                return
+            self.dirs["cpu"] = d
+            return
+
+    @property
+    def has_cpu_group(self) -> bool:
+        """Whether the worker has a cpu cgroup of its own."""
+        return "cpu" in self.dirs
 
     def _read(self, key: str, name: str) -> str:
         d = self.dirs.get(key)

@@ -27,6 +27,7 @@ import time
 import uuid
 from typing import Any
 
+from . import seccomp
 from .base import Sandbox, SandboxUnavailable
 from .image import image_name
 from .limits import Limits
@@ -204,6 +205,8 @@ class DockerSandbox(Sandbox):
             "clean_ipc": True,
             "extra_clean": ["/dev/shm"],
             "cpu": cpu,
+            "seccomp": seccomp.zygote_filter(),  # on top of Docker's default profile
+            "session_per_run": False,  # the container's own cpu cgroup: no autogroups
         }
         host_config = client.api.create_host_config(
             network_mode="none",

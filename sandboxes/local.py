@@ -239,11 +239,15 @@ class LocalSandbox(Sandbox):
             if os.geteuid() == 0:
                 raise SandboxUnavailable(str(e)) from None
             self._use_cgroup = False  # unprivileged: RLIMIT_NPROC applies to our own uid
+        own_cpu = cgroup is not None and cgroup.has_cpu_group  # autogroups do not apply
         try:
             with _seccomp_fd() as fd:
                 argv = [
                     *bwrap_args(self._manifest, lim, fd),
-                    *zygote_argv(self._manifest.python, {**self._config(), "cpu": cpu}),
+                    *zygote_argv(
+                        self._manifest.python,
+                        {**self._config(), "cpu": cpu, "session_per_run": not own_cpu},
+                    ),
                 ]
                 w = CgroupWorker(argv, {}, cgroup, pass_fds=_fds(fd))
             w.wait_ready()

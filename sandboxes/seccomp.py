@@ -1,8 +1,10 @@
-"""A seccomp filter for the local backend: system calls untrusted code never needs.
+"""A seccomp filter for every backend: system calls untrusted code never needs.
 
-The filter is a classic BPF program handed to bubblewrap (``--seccomp FD``),
-which installs it before it starts the zygote, so every process of the sandbox
-runs under it. Denied calls fail with ``EPERM``; everything else is allowed.
+The filter is a classic BPF program. The local backend hands it to bubblewrap
+(``--seccomp FD``), which installs it before it starts the zygote; the docker
+and unsafe backends pass it to the zygote (:func:`zygote_filter`), which
+installs it before it starts anything. Every process of a worker runs under it.
+Denied calls fail with ``EPERM``; everything else is allowed.
 Calls of another architecture's ABI (e.g. 32-bit ``int 0x80`` calls on x86-64)
 and x32 calls kill the process, since the numbers below would not apply to them.
 
@@ -17,7 +19,12 @@ What is denied, and why (see :data:`DENIED`):
   ``pivot_root``, ``chroot``;
 * scheduling of other processes of the sandbox uid (a run could otherwise slow
   later runs down): ``setpriority``, ``sched_setscheduler``, ``sched_setattr``,
-  ``ioprio_set``;
+  ``sched_setparam``, ``ioprio_set``; ``prlimit64`` and ``sched_setaffinity``
+  are allowed only on the caller itself (pid 0) or, for ``prlimit64``, as a
+  read (see :data:`SELF_ONLY`): a run cannot lower the limits of, or pin, the
+  worker's long-lived processes;
+* reaching into other processes' files and memory: ``pidfd_getfd``,
+  ``process_madvise``;
 * administration calls that need capabilities the sandbox does not have anyway
   (modules, kexec, reboot, swap, accounting, quotas, handles, fanotify, syslog).
 
@@ -39,7 +46,15 @@ import platform
 import struct
 import warnings
 
-__all__ = ["DENIED", "build_filter", "filter_fd", "seccomp_enabled", "supported_machine"]
+__all__ = [
+    "DENIED",
+    "SELF_ONLY",
+    "build_filter",
+    "filter_fd",
+    "seccomp_enabled",
+    "supported_machine",
+    "zygote_filter",
+]
 
 # Syscall numbers: x86-64 (asm/unistd_64.h) and aarch64 (asm-generic/unistd.h).
 _NUMBERS: dict[str, tuple[int | None, int | None]] = {
@@ -88,12 +103,26 @@ _NUMBERS: dict[str, tuple[int | None, int | None]] = {
     "fanotify_init": (300, 262),
     "syslog": (103, 116),
     "lookup_dcookie": (212, 18),
+    "sched_setparam": (142, 118),
+    "pidfd_getfd": (438, 438),
+    "process_madvise": (440, 440),
     "migrate_pages": (256, 238),
     "move_pages": (279, 239),
     "iopl": (172, None),
     "ioperm": (173, None),
 }
 DENIED: tuple[str, ...] = tuple(_NUMBERS)
+
+# Calls allowed only on the caller itself: (x86-64, aarch64) numbers and the
+# arguments that must be 0 (a pid of 0 means "me"; for prlimit64 a NULL new
+# limit makes it a read). They could otherwise change the worker's long-lived
+# processes (fork server, judge server, the next run's runner) of the same uid:
+# lower their limits, pin them to one CPU.
+_SELF_ONLY: dict[str, tuple[tuple[int | None, int | None], tuple[int, ...]]] = {
+    "prlimit64": ((302, 261), (0, 2)),  # allowed when pid == 0 or new_limit == NULL
+    "sched_setaffinity": ((203, 122), (0,)),  # allowed when pid == 0
+}
+SELF_ONLY: tuple[str, ...] = tuple(_SELF_ONLY)
 
 _ARCHES = {  # machine -> (AUDIT_ARCH_*, column in _NUMBERS)
     "x86_64": (0xC000003E, 0),
@@ -110,7 +139,7 @@ _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _RET_KILL_PROCESS = 0x80000000
 _EPERM = 1
-_OFFSET_NR, _OFFSET_ARCH = 0, 4  # struct seccomp_data
+_OFFSET_NR, _OFFSET_ARCH, _OFFSET_ARGS = 0, 4, 16  # struct seccomp_data (little-endian args)
 
 
 def supported_machine(machine: str | None = None) -> bool:
@@ -149,6 +178,37 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
+def _arg_word(index: int, high: bool = False) -> int:
+    """Offset of argument ``index``'s low (or high) 32 bits in ``struct seccomp_data``."""
+    return _OFFSET_ARGS + 8 * index + (4 if high else 0)
+
+
+def _self_only_block(args: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
+    """Instructions allowing the call when any argument in ``args`` is 0, else EPERM.
+
+    A pid (argument 0 here) is a C ``int``: the kernel reads its low 32 bits. Other
+    arguments are pointers, 64 bits: both halves must be 0. Jumps only go forward,
+    so the block ends in its own two returns.
+    """
+    groups = [[_arg_word(i)] + ([_arg_word(i, high=True)] if i != 0 else []) for i in args]
+    starts, pos = [], 0
+    for words in groups:
+        starts.append(pos)
+        pos += 2 * len(words)
+    allow_at, deny_at = pos, pos + 1
+    out: list[tuple[int, int, int, int]] = []
+    for g, words in enumerate(groups):
+        miss_to = starts[g + 1] if g + 1 < len(groups) else deny_at  # the next argument
+        for w, word in enumerate(words):
+            here = len(out) + 1  # where the jump below sits
+            hit_to = here + 1 if w + 1 < len(words) else allow_at  # the next word, or allow
+            out.append((_LD_W_ABS, 0, 0, word))
+            out.append((_JEQ_K, hit_to - here - 1, miss_to - here - 1, 0))
+    out.append((_RET_K, 0, 0, _RET_ALLOW))
+    out.append((_RET_K, 0, 0, _RET_ERRNO | _EPERM))
+    return out
+
+
 def build_filter(machine: str | None = None) -> bytes:
     """The BPF program (``struct sock_filter[]`` bytes) for ``machine`` (default: this one).
 
@@ -167,20 +227,32 @@ def build_filter(machine: str | None = None) -> bytes:
     if machine == "x86_64":
         checks.append((_JGE_K, _X32_SYSCALL_BIT))
     checks += [(_JEQ_K, nr) for nr in numbers]
-    prog = [
-        _insn(_LD_W_ABS, 0, 0, _OFFSET_ARCH),
-        _insn(_JEQ_K, 1, 0, audit_arch),
-        _insn(_RET_K, 0, 0, _RET_KILL_PROCESS),
-        _insn(_LD_W_ABS, 0, 0, _OFFSET_NR),
+    blocks = [
+        (nrs[column], _self_only_block(args))
+        for nrs, args in _SELF_ONLY.values()
+        if nrs[column] is not None
     ]
+    prog = [
+        (_LD_W_ABS, 0, 0, _OFFSET_ARCH),
+        (_JEQ_K, 1, 0, audit_arch),
+        (_RET_K, 0, 0, _RET_KILL_PROCESS),
+        (_LD_W_ABS, 0, 0, _OFFSET_NR),
+    ]
+    n_jumps = len(checks) + len(blocks)
     for i, (op, k) in enumerate(checks):
-        to_deny = len(checks) - i  # skip the remaining checks and the allow return
-        prog.append(_insn(op, to_deny, 0, k))
-    prog.append(_insn(_RET_K, 0, 0, _RET_ALLOW))
-    prog.append(_insn(_RET_K, 0, 0, _RET_ERRNO | _EPERM))
-    if len(checks) > 255:  # jump offsets are one byte
+        to_deny = n_jumps - i  # skip the remaining jumps and the allow return
+        prog.append((op, to_deny, 0, k))
+    block_at = n_jumps + 2 - len(checks)  # from the first block jump: past the two returns
+    for i, (nr, block) in enumerate(blocks):
+        prog.append((_JEQ_K, block_at - i - 1, 0, nr))
+        block_at += len(block)
+    prog.append((_RET_K, 0, 0, _RET_ALLOW))
+    prog.append((_RET_K, 0, 0, _RET_ERRNO | _EPERM))
+    for _, block in blocks:
+        prog.extend(block)
+    if any(jt > 255 or jf > 255 for _, jt, jf, _ in prog):  # jump offsets are one byte
         raise AssertionError("seccomp filter too long for one-byte jumps")
-    return b"".join(prog)
+    return b"".join(_insn(*insn) for insn in prog)
 
 
 def filter_fd() -> int:
@@ -197,3 +269,12 @@ def filter_fd() -> int:
         os.close(fd)
         raise
     return fd
+
+
+def zygote_filter() -> str | None:
+    """The filter as hex text for a zygote to install itself (None: the filter is off).
+
+    >>> zygote_filter() is None or len(zygote_filter()) % 16 == 0
+    True
+    """
+    return build_filter().hex() if seccomp_enabled() else None

@@ -1,6 +1,6 @@
 """Host side of one warm sandbox worker: a zygote process reached over a byte stream.
 
-The zygote (see ``_inside.py``) answers one length-prefixed JSON frame per job.
+The zygote (see :mod:`flexmg.sandboxes.inside`) answers one length-prefixed JSON frame per job.
 :class:`PipeWorker` talks to a local subprocess (``bwrap`` or plain Python);
 the Docker backend subclasses :class:`Worker` with an attach socket.
 """
@@ -18,13 +18,13 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, TypeVar
 
-from . import _inside
+from . import inside
+from .inside import frames
 
-INSIDE_SOURCE = Path(_inside.__file__).read_text(encoding="utf-8")
-BOOT = _inside.BOOT
+INSIDE_SOURCE = inside.sources()
+BOOT = inside.BOOT
 START_TIMEOUT = 60.0
 T = TypeVar("T")
 
@@ -81,9 +81,9 @@ class Worker(ABC):
 
     def _read_frame(self, deadline: float) -> dict[str, Any]:
         (size,) = struct.unpack(">I", self._recv_exact(4, deadline))
-        if size > _inside.MAX_FRAME:
+        if size > frames.MAX_FRAME:
             raise WorkerError(f"the zygote sent a {size}-byte frame (protocol error)")
-        obj = _inside.parse_frame_body(self._recv_exact(size, deadline))
+        obj = frames.parse_frame_body(self._recv_exact(size, deadline))
         if not isinstance(obj, dict):
             raise WorkerError("the zygote sent a malformed frame")
         return obj
@@ -107,7 +107,7 @@ class Worker(ABC):
         self._next_id += 1
         job = {**job, "id": self._next_id}
         try:
-            self._send(_inside.dump_frame(job))
+            self._send(frames.dump_frame(job))
             reply = self._read_frame(time.monotonic() + wait)
         except (WorkerError, OSError, ValueError) as e:
             self.alive = False
@@ -148,7 +148,7 @@ class PipeWorker(Worker):
         self._out = self.proc.stdout.fileno()
 
     def _send(self, data: bytes) -> None:
-        _inside.write_all(self._in, data)
+        frames.write_all(self._in, data)
 
     def _recv_exact(self, n: int, deadline: float) -> bytes:
         chunks: list[bytes] = []

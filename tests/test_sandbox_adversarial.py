@@ -396,10 +396,10 @@ TRACE_ME = (
 
 @BOTH_JUDGES
 def test_a_run_that_makes_itself_traced_is_scored(sb: Sandbox, backend: str, trusted: bool) -> None:
-    # Where ptrace is allowed (unsafe, docker, local without its seccomp filter), the fork
-    # server becomes the tracer and sees the runner's stops: the run is killed and scored,
-    # never a sandbox error. The local filter denies ptrace; the signal then ends the run.
-    filtered = backend == "local" and seccomp_enabled()
+    # Where ptrace is allowed (the seccomp filter off), the fork server becomes the tracer
+    # and sees the runner's stops: the run is killed and scored, never a sandbox error.
+    # The filter (every backend) denies ptrace; the signal then ends the run.
+    filtered = seccomp_enabled()
     r = sb.run(TRACE_ME + "print('still here')\n")
     assert r.status == "error" and r.stdout == "", r
     if filtered:  # ptrace denied: SIGUSR2's default action ends the run

@@ -21,8 +21,8 @@ from flexmg.sandboxes import (
     make_sandbox,
     parse_tests,
 )
-from flexmg.sandboxes import _inside as inside
 from flexmg.sandboxes.cli import add_commands
+from flexmg.sandboxes.inside import codec as inside
 from flexmg.sandboxes.testing import backend_params, open_sandbox
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -458,3 +458,12 @@ def test_workers_are_pinned_to_distinct_cpus(backend: str, monkeypatch: pytest.M
     monkeypatch.setenv("FLEXMG_SANDBOX_PIN", "0")
     with open_sandbox(backend, workers=2, timeout=5.0) as sb:
         assert {r.stdout.strip() for r in sb.map_run([_AFFINITY] * 4)} == {str(cpus)}
+
+
+@pytest.mark.parametrize("name", ["flexmg.sandboxes.inside", "flexmg.sandboxes.inside.codec"])
+def test_inside_doctests(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0, name

@@ -12,10 +12,12 @@ ALLOW, KILL, EPERM = 0x7FFF0000, 0x80000000, 0x00050001
 ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
 
-def run_bpf(program: bytes, nr: int, arch: int) -> int:
-    """Evaluate a classic BPF seccomp program on (nr, arch): the opcodes it uses."""
+def run_bpf(program: bytes, nr: int, arch: int, args: tuple[int, ...] = ()) -> int:
+    """Evaluate a classic BPF seccomp program on (nr, arch, args): the opcodes it uses."""
     insns = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
     data = {0: nr, 4: arch}
+    for i, value in enumerate((*args, 0, 0, 0, 0, 0, 0)[:6]):  # little-endian u64 words
+        data[16 + 8 * i], data[20 + 8 * i] = value & 0xFFFFFFFF, value >> 32
     acc, pc = 0, 0
     while True:
         code, jt, jf, k = insns[pc]
@@ -38,7 +40,17 @@ def test_filter_verdicts(machine: str) -> None:
     for nr in denied:
         assert run_bpf(program, nr, ARCH[machine]) == EPERM, nr
     for nr in set(range(0, 460)) - denied:  # read, write, clone, getpid, pidfd_open, ...
-        assert run_bpf(program, nr, ARCH[machine]) == ALLOW, nr
+        assert run_bpf(program, nr, ARCH[machine]) == ALLOW, nr  # all arguments 0
+    self_only = {name: nrs[column] for name, (nrs, _) in seccomp._SELF_ONLY.items()}
+    prlimit, affinity = self_only["prlimit64"], self_only["sched_setaffinity"]
+    arch, other_pid, limit_ptr = ARCH[machine], 4242, 0x7FFF_0000_1000
+    assert run_bpf(program, prlimit, arch, (0, 7, limit_ptr, 0)) == ALLOW  # setrlimit on me
+    assert run_bpf(program, prlimit, arch, (other_pid, 7, 0, limit_ptr)) == ALLOW  # a read
+    assert run_bpf(program, prlimit, arch, (other_pid, 7, limit_ptr, 0)) == EPERM
+    assert run_bpf(program, prlimit, arch, (other_pid, 7, 1 << 32, 0)) == EPERM  # high half
+    assert run_bpf(program, prlimit, arch, (1 << 32, 7, limit_ptr, 0)) == ALLOW  # pid_t 0
+    assert run_bpf(program, affinity, arch, (0, 8, limit_ptr)) == ALLOW
+    assert run_bpf(program, affinity, arch, (other_pid, 8, limit_ptr)) == EPERM
     other = ARCH["aarch64" if machine == "x86_64" else "x86_64"]
     assert run_bpf(program, 0, other) == KILL  # another ABI's numbers mean other calls
     assert run_bpf(program, 0, 0x40000003) == KILL  # i386

@@ -31,7 +31,7 @@ from typing import Any
 from flexmg.tasks import Task
 
 from .extract import extract_code
-from .program import Program, assemble_program
+from .program import Program, assemble_program, prompt_is_python
 from .report import MAX_DETAILS, clip, field_of, interpret_report, result_passed
 
 __all__ = ["CodeGrade", "grade_code", "grade_many", "GRADE_STATUSES"]
@@ -155,6 +155,9 @@ class _Job:
     tests: str | list[str]
     entry_point: str | None
     expected: int
+    task_code: str | None = (
+        None  # the prompt's code: the tests call its helpers, not the solution's
+    )
 
 
 def _prepare(completion: str, task: Task) -> _Job | CodeGrade:
@@ -172,7 +175,8 @@ def _prepare(completion: str, task: Task) -> _Job | CodeGrade:
         line = "no fenced Python code block in the message"
         return CodeGrade(0.0, 0, expected, True, None, "no_code", [line], [], [line])
     tests_arg = list(tests) if isinstance(tests, tuple) else tests
-    return _Job(assemble_program(code, task), tests_arg, entry_point, expected)
+    task_code = task.prompt if prompt_is_python(task.prompt) else None
+    return _Job(assemble_program(code, task), tests_arg, entry_point, expected, task_code)
 
 
 def _finish(job: _Job, report: Any) -> CodeGrade:
@@ -216,6 +220,7 @@ def grade_code(completion: str, task: Task, sandbox: Any) -> CodeGrade:
             job.tests,
             entry_point=job.entry_point,
             **_trusted(sandbox.run_tests),
+            **_task_code(sandbox.run_tests, job),
         )
     except Exception as e:  # a broken sandbox must not crash the env
         return _sandbox_failure(job.expected, e)
@@ -228,21 +233,39 @@ def _trusted(method: Any) -> dict[str, bool]:
     The hidden tests are the task's own, so a flexmg sandbox may run them in its
     long-lived judge; other sandbox objects are called as before.
     """
+    return {"trusted_tests": True} if _takes(method, "trusted_tests") else {}
+
+
+def _task_code(method: Any, job: _Job) -> dict[str, str]:
+    """``{"task_code": prompt}`` when the task's prompt is code and ``method`` takes it.
+
+    The judge runs the prompt's code (imports, helper functions) next to the
+    tests, so a solution that redefines a helper the tests call (HumanEval's
+    ``encode_cyclic``) cannot change what the tests compute.
+    """
+    return {"task_code": job.task_code} if job.task_code and _takes(method, "task_code") else {}
+
+
+def _takes(method: Any, name: str) -> bool:
+    """Whether ``method`` accepts the keyword ``name`` (cached per function)."""
     func = getattr(method, "__func__", method)  # one answer per function, not per bound method
     try:
-        return _trusted_kwargs(func)
+        names = _keywords(func)
     except TypeError:  # an unhashable callable object
-        return _trusted_kwargs.__wrapped__(func)
+        names = _keywords.__wrapped__(func)
+    return names is None or name in names
 
 
 @functools.lru_cache(maxsize=256)
-def _trusted_kwargs(func: Any) -> dict[str, bool]:
+def _keywords(func: Any) -> frozenset[str] | None:
+    """The parameter names of ``func``; None when it takes ``**kwargs`` (any name)."""
     try:
         params = inspect.signature(func).parameters
     except (TypeError, ValueError):
-        return {}
-    takes = "trusted_tests" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-    return {"trusted_tests": True} if takes else {}
+        return frozenset()
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return None
+    return frozenset(params)
 
 
 def grade_many(completions: Sequence[str], tasks: Sequence[Task], sandbox: Any) -> list[CodeGrade]:
@@ -268,10 +291,9 @@ def grade_many(completions: Sequence[str], tasks: Sequence[Task], sandbox: Any) 
     grades: list[CodeGrade | None] = [p if isinstance(p, CodeGrade) else None for p in prepared]
     map_tests = getattr(sandbox, "map_tests", None)
     if jobs and callable(map_tests):
+        with_task = _takes(getattr(sandbox, "run_tests", None), "task_code")
         try:
-            reports = map_tests(
-                [(j.program.source, j.tests, j.entry_point) for _, j in jobs], **_trusted(map_tests)
-            )
+            reports = map_tests([_map_job(j, with_task) for _, j in jobs], **_trusted(map_tests))
         except Exception as e:
             for i, j in jobs:
                 grades[i] = _sandbox_failure(j.expected, e)
@@ -286,8 +308,21 @@ def grade_many(completions: Sequence[str], tasks: Sequence[Task], sandbox: Any) 
                     j.tests,
                     entry_point=j.entry_point,
                     **_trusted(sandbox.run_tests),
+                    **_task_code(sandbox.run_tests, j),
                 )
                 grades[i] = _finish(j, report)
             except Exception as e:
                 grades[i] = _sandbox_failure(j.expected, e)
     return [g for g in grades if g is not None]
+
+
+def _map_job(job: _Job, with_task: bool) -> tuple[str, Any, str | None] | dict[str, Any]:
+    """One ``map_tests`` job: a dict with ``task_code`` where the sandbox takes it."""
+    if with_task and job.task_code:
+        return {
+            "code": job.program.source,
+            "tests": job.tests,
+            "entry_point": job.entry_point,
+            "task_code": job.task_code,
+        }
+    return (job.program.source, job.tests, job.entry_point)

@@ -1,0 +1,128 @@
+"""The fork server: a pristine interpreter that forks fresh runners and judges on request."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import struct
+
+from .judge import judge_main, judge_server_main
+from .procs import (
+    PR_SET_DUMPABLE,
+    WARM_MODULES,
+    _new_group,
+    _place_fds,
+    _prctl,
+    _rebind_stdio,
+    _reset_signals,
+    _set_name,
+    _wait_kind,
+    record_base_limits,
+)
+from .runner import runner_main
+
+
+def forkserver_main(config: dict) -> None:
+    """fd 3: a unix socket from the zygote; each message (role, fds) -> one fresh child.
+
+    Signal dispositions are reset here once (children inherit them), so a child
+    only has to undo the SIGCHLD handler. Ignoring signals would not protect the
+    fork server (a run can always SIGKILL or SIGSTOP it, being the same uid): the
+    zygote resumes a stopped fork server and replaces a dead one between runs.
+    """
+    _prctl(PR_SET_DUMPABLE, 0)
+    _set_name("forkserver")
+    _reset_signals()
+    record_base_limits()
+    sock = socket.socket(fileno=3)
+    os.chdir("/")
+    import fcntl  # noqa: F401 - imported once here, so children start faster
+    import gc
+    import resource  # noqa: F401
+
+    # Set up once what every child needs: they inherit it through fork. The
+    # text streams wrap fds 0-2 (a child's own pipes once it has placed them);
+    # the fork server never writes to them, so their buffers stay empty.
+    _rebind_stdio()
+    os.environ.clear()
+    os.environ.update(config.get("env") or {})
+    for name in WARM_MODULES:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN)
+    poller.register(wake_r, select.POLLIN)
+    gc.collect()
+    gc.freeze()
+    while True:
+        for fd, _ in poller.poll():
+            if fd == wake_r:
+                try:
+                    while os.read(wake_r, 512):
+                        pass
+                except OSError:
+                    pass
+            else:
+                _forkserver_spawn(sock, config)
+        records = []
+        while True:  # report every exit, so the zygote learns statuses of our children
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            kind = _wait_kind(pid, status)
+            if kind is not None:
+                records.append(struct.pack(">cii", kind, pid, status))
+        if records:
+            try:
+                sock.sendall(b"".join(records))
+            except OSError:
+                os._exit(0)
+
+
+def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
+    """One request "role:nfds,role:nfds" with fds: fork one child per role."""
+    try:
+        msg, fds, _, _ = socket.recv_fds(sock, 256, 64)
+    except OSError:
+        os._exit(0)
+    if not msg:
+        os._exit(0)
+    records, at = [], 0
+    for item in msg.decode().split(","):
+        role, n = item.split(":")
+        mine = fds[at : at + int(n)]
+        at += int(n)
+        child = os.fork()
+        if child == 0:
+            try:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _set_name(role)
+                sock.close()
+                _new_group(role, config)
+                _place_fds(mine)
+                {"runner": runner_main, "judge-server": judge_server_main}.get(role, judge_main)(
+                    config
+                )
+            finally:
+                os._exit(127)
+        records.append(struct.pack(">cii", b"S", child, 0))
+    for fd in fds:
+        os.close(fd)
+    try:
+        sock.sendall(b"".join(records))
+    except OSError:
+        os._exit(0)

@@ -254,6 +254,7 @@ def test_grpo_with_rollout_func_packs_episodes_and_masks_the_others(tmp_path):
     assert "[verifier]: \\boxed{-99999}" in masked and "<|im_start|>user" in masked
     trained = [t for t, m in zip(ids, mask) if m == 1]
     assert len(trained) <= 16 and "[verifier]" not in tok.decode(trained)
+    rollout.close()
 
 
 def test_programmer_errors_are_clear():

@@ -183,3 +183,44 @@ def test_programmer_errors_are_clear():
         play_batch("math-1agent", {"solver": lambda b: b}, seeds=3)
     with pytest.raises(flexmg.UnknownEnvError):
         play_episode("no-such-env", {})
+
+
+def test_batch_follows_per_round_graphs_that_differ_between_envs():
+    from flexmg.tasks import ListTaskSource, Task
+
+    def graph(round_index, transcript):
+        swap = round_index > 0 and transcript[0].action == "swap"
+        return flexmg.DependencyGraph.full_chain(["b", "a"] if swap else ["a", "b"])
+
+    workflow = flexmg.Workflow(
+        name="swap",
+        roles={"a": "Say the task's word.", "b": "Say ok."},
+        reward=lambda task, transcript: 0.0,
+        tasks=ListTaskSource([Task(id="s", prompt="swap"), Task(id="k", prompt="keep")]),
+        graph=graph,
+        horizon=2,
+    )
+    flexmg.register("seats-swap-v0", workflow)
+    try:
+        check_batch_groups_by_waiting_role()
+    finally:
+        del flexmg.registry["seats-swap-v0"]
+
+
+def check_batch_groups_by_waiting_role():
+    calls = []
+
+    def role_fn(name):
+        def act(batch):
+            calls.append((name, len(batch)))
+            return ["swap" if "Task:\nswap" in m[-1]["content"] else "keep" for m in batch]
+
+        return act
+
+    seeds = list(range(6))
+    results = play_batch("seats-swap", {"a": role_fn("a"), "b": role_fn("b")}, seeds=seeds)
+    orders = {tuple(s.role for s in r.segments) for r in results}
+    assert orders == {("a", "b", "b", "a"), ("a", "b", "a", "b")}
+    # round 2: the envs wait on different roles, so each role is asked for its own group
+    assert calls[:2] == [("a", 6), ("b", 6)] and len(calls) > 4
+    assert sum(n for r, n in calls if r == "a") == sum(n for r, n in calls if r == "b") == 12

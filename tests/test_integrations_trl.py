@@ -117,6 +117,70 @@ def test_grpo_with_environment_factory_logs_the_envs_reward(tmp_path):
     assert len(logged(trainer, "tools/call_frequency")) == 2
 
 
+TOOL_CALL = (
+    '<tool_call>\n{"name": "send_message", "arguments": {"message": "\\\\boxed{5}"}}\n'
+    "</tool_call><|im_end|>"
+)
+
+
+def teach_tool_call(model, tok, Env, seeds, steps=200):
+    """Supervised warm-up: the tiny model learns to answer every prompt with TOOL_CALL."""
+    env = Env()
+    rows = environment_dataset("math-2agent", role="solver", seeds=seeds)
+    target = tok(TOOL_CALL, add_special_tokens=False)["input_ids"]
+    ids, labels = [], []
+    for row in rows:
+        prompt = row["prompt"][:-1] + [{"role": "user", "content": env.reset(seed=row["seed"])}]
+        text = tok.apply_chat_template(
+            prompt, tools=[env.send_message], tokenize=False, add_generation_prompt=True
+        )
+        p_ids = tok(text, add_special_tokens=False)["input_ids"]
+        ids.append(p_ids + target)
+        labels.append([-100] * len(p_ids) + target)
+    assert len({len(x) for x in ids}) == 1, "the prompts must have one length to batch them"
+    ids, labels = torch.tensor(ids), torch.tensor(labels)
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-2)
+    model.train()
+    loss = None
+    for _ in range(steps):
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if loss.item() < 0.005:
+            break
+    return loss.item()
+
+
+def test_the_models_tool_call_reaches_the_env(tmp_path):
+    """A model taught to call send_message: its message is what the env grades."""
+    model, tok = tiny_chat_model()
+    seeds = [0, 1]  # the answer is 5 for seed 0, 6 for seed 1
+    said = []
+
+    def verifier(messages):  # the graded role repeats what the solver said
+        content = messages[-1]["content"]
+        said.append(content[content.rindex("[solver]: ") + len("[solver]: ") :].split("\n")[0])
+        return said[-1]
+
+    Env = make_environment_factory("math-2agent", role="solver", others={"verifier": verifier})
+    assert teach_tool_call(model, tok, Env, seeds) < 0.01
+    trainer = trl.GRPOTrainer(
+        model=model,
+        processing_class=tok,
+        args=grpo_config(
+            tmp_path, max_completion_length=512, temperature=0.01, max_tool_calling_iterations=1
+        ),
+        train_dataset=environment_dataset("math-2agent", role="solver", seeds=seeds),
+        environment_factory=Env,
+    )
+    trainer.train()
+    assert logged(trainer, "tools/call_frequency") == [1.0, 1.0]
+    assert logged(trainer, "tools/failure_frequency") == [0.0, 0.0]
+    assert said == ["\\boxed{5}"] * 8
+    assert logged(trainer, f"rewards/{Env.__name__}/mean") == [0.5, 0.5]
+
+
 def test_grpo_through_the_openenv_server(tmp_path):
     """TRL's OpenEnv route: the factory's envs play on a `flexmg serve` process."""
     require_extra("openenv.core", "openenv")
@@ -190,6 +254,7 @@ def test_grpo_with_rollout_func_packs_episodes_and_masks_the_others(tmp_path):
     assert "[verifier]: \\boxed{-99999}" in masked and "<|im_start|>user" in masked
     trained = [t for t, m in zip(ids, mask) if m == 1]
     assert len(trained) <= 16 and "[verifier]" not in tok.decode(trained)
+    rollout.close()
 
 
 def test_programmer_errors_are_clear():

@@ -260,6 +260,13 @@ class FlexMGRollout:
         self.max_turn_tokens = max_turn_tokens
         self._seed_of = {_prompt_key(r["prompt"]): r["seed"] for r in rows}
         self.results: list[EpisodeResult] = []
+        self._env: Any = None
+
+    def close(self) -> None:
+        """Close the env the rollouts play on (built on the first call)."""
+        if self._env is not None:
+            self._env.close()
+            self._env = None
 
     def dataset(self) -> Any:
         """The rows as a ``datasets.Dataset`` (``train_dataset=`` of the trainer)."""
@@ -278,7 +285,8 @@ class FlexMGRollout:
                     "rollout.dataset() (rows of make_rollout_func(..., seeds=...))"
                 )
             seeds.append(self._seed_of[key])
-        env = _make_env(self.env_id, self._env_kwargs)
+        if self._env is None:
+            self._env = _make_env(self.env_id, self._env_kwargs)
         out: dict[str, list[Any]] = {
             "prompt_ids": [],
             "completion_ids": [],
@@ -287,23 +295,20 @@ class FlexMGRollout:
             "env_reward": [],
         }
         self.results = []
-        try:
-            for seed in seeds:
-                packer = _Packer(trainer, self.max_turn_tokens)
-                driver = SeatDriver(env, self.env_id, seed)
-                while (turn := driver.pending()) is not None:
-                    who, messages = turn
-                    fn = packer.turn if who == self.role else self._callers[who]
-                    driver.act(fn(messages))
-                prompt_ids, completion, logprobs, mask = packer.packed()
-                out["prompt_ids"].append(prompt_ids)
-                out["completion_ids"].append(completion)
-                out["logprobs"].append(logprobs)
-                out["env_mask"].append(mask)
-                out["env_reward"].append(_episode_reward(driver.result, self.role, self.reward))
-                self.results.append(driver.result)
-        finally:
-            env.close()
+        for seed in seeds:
+            packer = _Packer(trainer, self.max_turn_tokens)
+            driver = SeatDriver(self._env, self.env_id, seed)
+            while (turn := driver.pending()) is not None:
+                who, messages = turn
+                fn = packer.turn if who == self.role else self._callers[who]
+                driver.act(fn(messages))
+            prompt_ids, completion, logprobs, mask = packer.packed()
+            out["prompt_ids"].append(prompt_ids)
+            out["completion_ids"].append(completion)
+            out["logprobs"].append(logprobs)
+            out["env_mask"].append(mask)
+            out["env_reward"].append(_episode_reward(driver.result, self.role, self.reward))
+            self.results.append(driver.result)
         return out
 
 

@@ -38,7 +38,6 @@ from typing import Any
 
 from flexmg.agents.base import as_agent
 from flexmg.baselines.scripted import SCRIPTED, make_scripted
-
 from flexmg.tasks import stable_hash
 
 KINDS = ("scripted", "run", "hf", "callable")
@@ -257,6 +256,7 @@ class Entry:
 
     @property
     def name(self) -> str:
+        """The entry's label (its column in the tables)."""
         return self.spec.name
 
     def _user_object(self) -> Any:

@@ -15,7 +15,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from flexmg.io import atomic_write_text, atomic_write_via
+
 CELL_MISSING = "n/a"
+TABLE_FILE = "leaderboard.md"
+CHART_FILE = "leaderboard.png"
 
 
 def fmt_ci(stat: Mapping[str, Any], digits: int = 3) -> str:
@@ -118,8 +122,6 @@ def write_chart(config: Any, rows: Sequence[Mapping[str, Any]], path: Path) -> P
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    from flexmg.baselines.leaderboard import atomic_write_bytes_via
-
     entries = [e.name for e in config.entries]
     envs = [e.name for e in config.envs]
     by = {(r["entry"], r["env"]): r for r in rows}
@@ -146,15 +148,13 @@ def write_chart(config: Any, rows: Sequence[Mapping[str, Any]], path: Path) -> P
     ax.legend(fontsize=8, loc="best")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    atomic_write_bytes_via(path, lambda fh: fig.savefig(fh, format="png", dpi=120))
+    atomic_write_via(path, lambda fh: fig.savefig(fh, format="png", dpi=120))
     plt.close(fig)
     return path
 
 
 def write_reports(config: Any, results: Mapping[str, Any], out: Path) -> str:
     """Write ``leaderboard.md`` and ``leaderboard.png`` into ``out``; return the Markdown."""
-    from flexmg.baselines.leaderboard import CHART_FILE, TABLE_FILE, atomic_write_text
-
     text = markdown_report(config, results)
     atomic_write_text(out / TABLE_FILE, text)
     write_chart(config, results.get("summary", []), out / CHART_FILE)

@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from flexmg.agents.base import EmptyAgent, RandomAgent
-
 from flexmg.env import FlexMGEnv
 from flexmg.tasks import Task, stable_hash
 

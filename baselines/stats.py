@@ -62,6 +62,7 @@ class MeanCI:
         return None if self.high is None else self.high - self.mean
 
     def to_dict(self) -> dict[str, float | int | None]:
+        """``{"mean", "ci95": [low, high], "n", "std"}`` (the form results files hold)."""
         return {"mean": self.mean, "ci95": [self.low, self.high], "n": self.n, "std": self.std}
 
     def format(self, digits: int = 3) -> str:

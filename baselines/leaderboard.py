@@ -462,7 +462,11 @@ class LeaderboardRunner:
         team = entry.team(ctx, env.name)
         try:
             result = rollout(
-                vec, team, episodes=cfg.episodes, seed=eval_seed(seed), progress=cfg.progress
+                vec,  # type: ignore[arg-type]  # until rollout() takes a VectorEnv (issue 16)
+                team,
+                episodes=cfg.episodes,
+                seed=eval_seed(seed),
+                progress=cfg.progress,
             )
         except Exception as exc:
             raise CellError(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 # Two-sided 95% quantiles t_{0.975, df} for df = 1..30 (standard tables).
 _T975 = (
@@ -61,7 +62,7 @@ class MeanCI:
         """Half the interval's width (None when it is undefined)."""
         return None if self.high is None else self.high - self.mean
 
-    def to_dict(self) -> dict[str, float | int | None]:
+    def to_dict(self) -> dict[str, Any]:
         """``{"mean", "ci95": [low, high], "n", "std"}`` (the form results files hold)."""
         return {"mean": self.mean, "ci95": [self.low, self.high], "n": self.n, "std": self.std}
 

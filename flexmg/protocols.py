@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Chain", "CreditFn", "CreditSample", "Policy", "VectorEnv"]
+__all__ = ["Chain", "CreditFn", "Policy", "VectorEnv"]
 
 Chain = tuple[list[int], list[float]]
 """One chain of an episode: indices into its samples, in order, and the reward of each."""
@@ -89,24 +89,13 @@ class VectorEnv(Protocol):
         ...
 
 
-class CreditSample(Protocol):
-    """What a credit function reads from one sample (one turn) of an episode."""
-
-    @property
-    def role(self) -> str:
-        """The role that acted."""
-        ...
-
-    @property
-    def reward(self) -> float:
-        """The reward the env recorded for that turn."""
-        ...
-
-
 class CreditFn(Protocol):
     """Credit assignment: an episode's samples (in turn order) to chains for GAE.
 
     Every sample index appears in exactly one chain; GAE runs along each chain.
+    Samples are the learner's (``flexmg.agents.buffer.Sample``): a credit
+    function reads fields such as ``role``, ``reward``, ``team_reward`` and
+    ``last_in_round``.
 
     Example:
         >>> from types import SimpleNamespace as S
@@ -123,7 +112,7 @@ class CreditFn(Protocol):
     """
 
     def __call__(self, episode: Sequence[Any], /) -> list[Chain]:
-        """Chains of ``episode`` (samples with at least ``role`` and ``reward``)."""
+        """The chains of ``episode`` (its samples in turn order)."""
         ...
 
 

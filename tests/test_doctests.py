@@ -30,6 +30,14 @@ else:  # pragma: no cover - Python 3.10
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "flexmg"
 OPTIONFLAGS = doctest.ELLIPSIS
+# modules whose examples build a model or start a worker pool (over ~10 s on a CI core):
+# run with the slow tests (`pytest -m "slow or not slow"`, as .ci/run does)
+SLOW = {
+    "flexmg.agents.checkpoint",
+    "flexmg.agents.llm_agent",
+    "flexmg.agents.policy",
+    "flexmg.envs.math.grader",
+}
 
 
 def package_folders(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, Path]:
@@ -73,12 +81,15 @@ MODULES = modules_with_examples()
 
 
 def test_discovery_finds_the_remapped_packages() -> None:
+    assert SLOW <= set(MODULES), sorted(SLOW - set(MODULES))
     tops = {m.split(".")[1] for m in MODULES if m.count(".") >= 1}
     assert {"envs", "agents", "baselines", "sandboxes"} <= tops, tops
     assert len(MODULES) >= 40, MODULES
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize(
+    "name", [pytest.param(m, marks=[pytest.mark.slow] if m in SLOW else []) for m in MODULES]
+)
 def test_module_examples(name: str) -> None:
     module = import_or_skip(name)
     tests = doctest.DocTestFinder(exclude_empty=True).find(module, name)

@@ -53,6 +53,7 @@ from flexmg.io import atomic_write_json
 from flexmg.metrics import summarize_episodes
 from flexmg.protocols import VectorEnv
 from flexmg.tasks import EVAL_SEED_OFFSET, stable_hash
+from flexmg.vector import EpisodeResult
 
 __all__ = [
     "CHART_FILE",
@@ -268,7 +269,7 @@ def cell_key(entry: str, env: str, seed: int) -> str:
     return json.dumps([entry, env, seed])
 
 
-def _episode_record(ep: Any) -> dict[str, Any]:
+def _episode_record(ep: EpisodeResult) -> dict[str, Any]:
     return {"seed": ep.seed, "task_id": ep.task_id, "metrics": ep.metrics}
 
 

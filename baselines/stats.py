@@ -72,9 +72,18 @@ class MeanCI:
         >>> mean_ci([1.0, 0.0]).format(2)
         '0.50 ± 6.35'
         """
-        if self.half_width is None:
-            return f"{self.mean:.{digits}f} (n={self.n})"
-        return f"{self.mean:.{digits}f} ± {self.half_width:.{digits}f}"
+        return format_mean_ci(self.mean, self.half_width, self.n, digits)
+
+
+def format_mean_ci(mean: float, half_width: float | None, n: int, digits: int = 3) -> str:
+    """``"0.600 ± 0.248"``, or ``"0.600 (n=1)"`` when there is no interval (``half_width`` None).
+
+    >>> format_mean_ci(0.5, None, 1), format_mean_ci(0.5, 0.25, 3, digits=2)
+    ('0.500 (n=1)', '0.50 ± 0.25')
+    """
+    if half_width is None:
+        return f"{mean:.{digits}f} (n={n})"
+    return f"{mean:.{digits}f} ± {half_width:.{digits}f}"
 
 
 def mean_ci(values: Sequence[float]) -> MeanCI:

@@ -52,7 +52,6 @@ def add_leaderboard_arguments(p: argparse.ArgumentParser) -> None:
 def build_config(args: argparse.Namespace) -> Any:
     """The :class:`LeaderboardConfig` from ``--config`` and/or the quick flags."""
     from flexmg.baselines.leaderboard import LeaderboardConfig
-
     from flexmg.cli import parse_kwargs
 
     if args.config:

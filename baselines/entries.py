@@ -38,7 +38,7 @@ from typing import Any
 
 from flexmg.agents.base import as_agent
 from flexmg.baselines.scripted import SCRIPTED, make_scripted
-
+from flexmg.protocols import VectorEnv
 from flexmg.tasks import stable_hash
 
 KINDS = ("scripted", "run", "hf", "callable")
@@ -55,7 +55,7 @@ class EntryContext:
 
     env_id: str
     roles: list[str]
-    vec: Any
+    vec: VectorEnv
     seed: int
     env_kwargs: dict[str, Any] = field(default_factory=dict)
 
@@ -257,6 +257,7 @@ class Entry:
 
     @property
     def name(self) -> str:
+        """The entry's label (its column in the tables)."""
         return self.spec.name
 
     def _user_object(self) -> Any:

@@ -37,26 +37,42 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import flexmg
 from flexmg.agents.episodes import rollout
 from flexmg.baselines.entries import Entry, EntryContext, EntrySpec, search_path
+from flexmg.baselines.report import CHART_FILE, TABLE_FILE, write_reports
 from flexmg.baselines.stats import mean_ci
-
-import flexmg
+from flexmg.io import atomic_write_json
+from flexmg.metrics import summarize_episodes
+from flexmg.protocols import VectorEnv
 from flexmg.tasks import EVAL_SEED_OFFSET, stable_hash
+from flexmg.vector import EpisodeResult
+
+__all__ = [
+    "CHART_FILE",
+    "RESULTS_FILE",
+    "TABLE_FILE",
+    "CellError",
+    "EnvEntry",
+    "LeaderboardConfig",
+    "LeaderboardRunner",
+    "cell_key",
+    "eval_seed",
+    "load_results",
+    "run_leaderboard",
+    "summarize",
+]
 
 RESULTS_FORMAT = "flexmg.leaderboard.v1"
 SEED_STRIDE = 1_000_000
 RESULTS_FILE = "results.json"
-TABLE_FILE = "leaderboard.md"
-CHART_FILE = "leaderboard.png"
 
 
 class CellError(RuntimeError):
@@ -74,31 +90,6 @@ def eval_seed(seed: int, episode: int = 0) -> int:
     if not 0 <= episode < SEED_STRIDE:
         raise ValueError(f"episode index must be in [0, {SEED_STRIDE}), got {episode}")
     return EVAL_SEED_OFFSET + seed * SEED_STRIDE + episode
-
-
-def atomic_write_bytes_via(path: str | os.PathLike[str], write: Callable[[Any], Any]) -> None:
-    """Call ``write(binary_file)`` on a temp file next to ``path``, then ``os.replace`` it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder + ``os.replace``)."""
-    data = text.encode("utf-8")
-    atomic_write_bytes_via(path, lambda fh: fh.write(data))
 
 
 @dataclass
@@ -143,6 +134,7 @@ class EnvEntry:
         raise ValueError(f"an env must be an id string or a dict, got {type(item).__name__}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``{id, name, kwargs}`` form :meth:`parse` reads back."""
         return {"id": self.id, "name": self.name, "kwargs": self.kwargs}
 
 
@@ -254,6 +246,7 @@ class LeaderboardConfig:
         return cls.from_dict(data or {}, config_dir=str(path.parent))
 
     def to_dict(self) -> dict[str, Any]:
+        """The mapping :meth:`from_dict` reads back (saved in ``results.json``)."""
         return {
             "entries": [e.to_dict() for e in self.entries],
             "envs": [e.to_dict() for e in self.envs],
@@ -276,27 +269,13 @@ def cell_key(entry: str, env: str, seed: int) -> str:
     return json.dumps([entry, env, seed])
 
 
-def _episode_record(ep: Any) -> dict[str, Any]:
+def _episode_record(ep: EpisodeResult) -> dict[str, Any]:
     return {"seed": ep.seed, "task_id": ep.task_id, "metrics": ep.metrics}
 
 
 def _cell_stats(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per-cell means: score, success rate, rounds, per-role format error rates."""
-    n = max(1, len(episodes))
-    metrics = [e["metrics"] for e in episodes]
-    fmt: dict[str, list[float]] = {}
-    for m in metrics:
-        for role, rm in (m.get("per_role") or {}).items():
-            if isinstance(rm, Mapping) and "format_error" in rm:
-                fmt.setdefault(role, []).append(float(bool(rm["format_error"])))
-    return {
-        "episodes": len(episodes),
-        "score": sum(float(m.get("score", 0.0) or 0.0) for m in metrics) / n,
-        "success_rate": sum(bool(m.get("success", False)) for m in metrics) / n,
-        "rounds": sum(float(m.get("rounds", 0) or 0) for m in metrics) / n,
-        "format_error": {r: sum(v) / len(v) for r, v in fmt.items()},
-        "graded_role": next((m.get("graded_role") for m in metrics if m.get("graded_role")), None),
-    }
+    """Per-cell means: score, success rate, team reward, rounds, per-role format error rates."""
+    return dict(summarize_episodes(e["metrics"] for e in episodes))
 
 
 def summarize(config: LeaderboardConfig, cells: Mapping[str, Mapping[str, Any]]) -> list[dict]:
@@ -366,6 +345,7 @@ class LeaderboardRunner:
         self.ran: list[str] = []
 
     def cell_fingerprint(self, entry: Entry, env: EnvEntry, seed: int) -> str:
+        """What a saved cell must match to be reused (see the module docs)."""
         cfg = self.config
         h = stable_hash(
             RESULTS_FORMAT,
@@ -382,9 +362,7 @@ class LeaderboardRunner:
         self.results["summary"] = summarize(self.config, self._current_cells())
         self.results["skipped"] = self.skipped
         self.results["updated"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        atomic_write_text(
-            self.out / RESULTS_FILE, json.dumps(self.results, indent=1, default=_json_default)
-        )
+        atomic_write_json(self.out / RESULTS_FILE, self.results)
 
     def _current_cells(self) -> dict[str, Any]:
         """The saved cells that belong to this config (same fingerprint)."""
@@ -475,7 +453,7 @@ class LeaderboardRunner:
         entry: Entry,
         env: EnvEntry,
         seed: int,
-        vec: Any,
+        vec: VectorEnv,
         roles: list[str],
         kwargs: dict[str, Any],
     ) -> None:
@@ -485,7 +463,11 @@ class LeaderboardRunner:
         team = entry.team(ctx, env.name)
         try:
             result = rollout(
-                vec, team, episodes=cfg.episodes, seed=eval_seed(seed), progress=cfg.progress
+                vec,  # type: ignore[arg-type]  # until rollout() takes a VectorEnv (issue 16)
+                team,
+                episodes=cfg.episodes,
+                seed=eval_seed(seed),
+                progress=cfg.progress,
             )
         except Exception as exc:
             raise CellError(
@@ -511,16 +493,6 @@ class LeaderboardRunner:
         self._save()
 
 
-def _json_default(x: Any) -> Any:
-    if hasattr(x, "item"):
-        return x.item()
-    if isinstance(x, (set, tuple)):
-        return list(x)
-    if isinstance(x, Path):
-        return str(x)
-    return repr(x)
-
-
 def run_leaderboard(
     config: LeaderboardConfig | Mapping[str, Any],
     redo: bool = False,
@@ -536,8 +508,6 @@ def run_leaderboard(
     Returns the results dict (``summary``: one row per entry x env; ``ran``:
     the cells run by this call).
     """
-    from flexmg.baselines.report import write_reports
-
     if not isinstance(config, LeaderboardConfig):
         config = LeaderboardConfig.from_dict(config)
     runner = LeaderboardRunner(config, redo=redo)

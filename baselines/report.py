@@ -13,9 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from flexmg.baselines.stats import format_mean_ci
+from flexmg.io import atomic_write_text, atomic_write_via
+
+if TYPE_CHECKING:  # type only: leaderboard imports this module at run time
+    from flexmg.baselines.leaderboard import LeaderboardConfig
 
 CELL_MISSING = "n/a"
+TABLE_FILE = "leaderboard.md"
+CHART_FILE = "leaderboard.png"
 
 
 def fmt_ci(stat: Mapping[str, Any], digits: int = 3) -> str:
@@ -26,9 +34,8 @@ def fmt_ci(stat: Mapping[str, Any], digits: int = 3) -> str:
     """
     mean = float(stat["mean"])
     low, high = (stat.get("ci95") or [None, None])[:2]
-    if high is None or low is None:
-        return f"{mean:.{digits}f} (n={stat.get('n', 1)})"
-    return f"{mean:.{digits}f} ± {float(high) - mean:.{digits}f}"
+    half = None if high is None or low is None else float(high) - mean
+    return format_mean_ci(mean, half, int(stat.get("n", 1)), digits)
 
 
 def _md_escape(text: str) -> str:
@@ -80,7 +87,7 @@ def detail_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def markdown_report(config: Any, results: Mapping[str, Any]) -> str:
+def markdown_report(config: LeaderboardConfig, results: Mapping[str, Any]) -> str:
     """The whole ``leaderboard.md``: score table, details, skipped cells, how it was made."""
     rows = results.get("summary", [])
     entries = [e.name for e in config.entries]
@@ -109,7 +116,9 @@ def markdown_report(config: Any, results: Mapping[str, Any]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_chart(config: Any, rows: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
+def write_chart(
+    config: LeaderboardConfig, rows: Sequence[Mapping[str, Any]], path: Path
+) -> Path | None:
     """Grouped bar chart (envs on x, one bar per entry, 95% CI error bars); None without matplotlib."""
     try:
         import matplotlib
@@ -118,8 +127,6 @@ def write_chart(config: Any, rows: Sequence[Mapping[str, Any]], path: Path) -> P
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    from flexmg.baselines.leaderboard import atomic_write_bytes_via
-
     entries = [e.name for e in config.entries]
     envs = [e.name for e in config.envs]
     by = {(r["entry"], r["env"]): r for r in rows}
@@ -146,15 +153,13 @@ def write_chart(config: Any, rows: Sequence[Mapping[str, Any]], path: Path) -> P
     ax.legend(fontsize=8, loc="best")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    atomic_write_bytes_via(path, lambda fh: fig.savefig(fh, format="png", dpi=120))
+    atomic_write_via(path, lambda fh: fig.savefig(fh, format="png", dpi=120))
     plt.close(fig)
     return path
 
 
-def write_reports(config: Any, results: Mapping[str, Any], out: Path) -> str:
+def write_reports(config: LeaderboardConfig, results: Mapping[str, Any], out: Path) -> str:
     """Write ``leaderboard.md`` and ``leaderboard.png`` into ``out``; return the Markdown."""
-    from flexmg.baselines.leaderboard import CHART_FILE, TABLE_FILE, atomic_write_text
-
     text = markdown_report(config, results)
     atomic_write_text(out / TABLE_FILE, text)
     write_chart(config, results.get("summary", []), out / CHART_FILE)

@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from flexmg.agents.base import EmptyAgent, RandomAgent
-
 from flexmg.env import FlexMGEnv
+from flexmg.protocols import VectorEnv
 from flexmg.tasks import Task, stable_hash
 
 EnvProvider = Callable[[], Iterable[FlexMGEnv]]
@@ -163,7 +163,7 @@ class OracleAgent:
         return out
 
 
-def envs_of(vec_or_env: Any) -> list[FlexMGEnv]:
+def envs_of(vec_or_env: VectorEnv | FlexMGEnv) -> list[FlexMGEnv]:
     """The envs of a ``SyncVectorEnv`` or a single env (the oracle cannot see async workers).
 
     >>> import flexmg
@@ -182,7 +182,7 @@ def envs_of(vec_or_env: Any) -> list[FlexMGEnv]:
     return list(envs)
 
 
-def make_oracle(vec: Any) -> OracleAgent:
+def make_oracle(vec: VectorEnv | FlexMGEnv) -> OracleAgent:
     """An :class:`OracleAgent` playing the envs of ``vec`` (a sync vector env or one env)."""
     envs = envs_of(vec)
     return OracleAgent(lambda: envs)
@@ -210,7 +210,7 @@ SCRIPTED: dict[str, tuple[bool, str]] = {
 }
 
 
-def make_scripted(name: str, vec: Any, seed: int = 0, label: str = "") -> Any:
+def make_scripted(name: str, vec: VectorEnv | FlexMGEnv, seed: int = 0, label: str = "") -> Any:
     """Build the scripted agent ``name`` (``oracle``, ``empty`` or ``random``) for ``vec``.
 
     >>> import flexmg

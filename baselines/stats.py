@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 # Two-sided 95% quantiles t_{0.975, df} for df = 1..30 (standard tables).
 _T975 = (
@@ -61,7 +62,8 @@ class MeanCI:
         """Half the interval's width (None when it is undefined)."""
         return None if self.high is None else self.high - self.mean
 
-    def to_dict(self) -> dict[str, float | int | None]:
+    def to_dict(self) -> dict[str, Any]:
+        """``{"mean", "ci95": [low, high], "n", "std"}`` (the form results files hold)."""
         return {"mean": self.mean, "ci95": [self.low, self.high], "n": self.n, "std": self.std}
 
     def format(self, digits: int = 3) -> str:
@@ -70,9 +72,18 @@ class MeanCI:
         >>> mean_ci([1.0, 0.0]).format(2)
         '0.50 ± 6.35'
         """
-        if self.half_width is None:
-            return f"{self.mean:.{digits}f} (n={self.n})"
-        return f"{self.mean:.{digits}f} ± {self.half_width:.{digits}f}"
+        return format_mean_ci(self.mean, self.half_width, self.n, digits)
+
+
+def format_mean_ci(mean: float, half_width: float | None, n: int, digits: int = 3) -> str:
+    """``"0.600 ± 0.248"``, or ``"0.600 (n=1)"`` when there is no interval (``half_width`` None).
+
+    >>> format_mean_ci(0.5, None, 1), format_mean_ci(0.5, 0.25, 3, digits=2)
+    ('0.500 (n=1)', '0.50 ± 0.25')
+    """
+    if half_width is None:
+        return f"{mean:.{digits}f} (n={n})"
+    return f"{mean:.{digits}f} ± {half_width:.{digits}f}"
 
 
 def mean_ci(values: Sequence[float]) -> MeanCI:

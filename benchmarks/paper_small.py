@@ -215,7 +215,7 @@ def leaderboard_config(args: argparse.Namespace) -> dict[str, Any]:
 
 def write_report(args: argparse.Namespace, table: str, train_log: list[dict[str, Any]]) -> Path:
     """``OUT/paper_small.md``: the command, the settings and the leaderboard table."""
-    from flexmg.baselines.leaderboard import atomic_write_text
+    from flexmg.io import atomic_write_text
 
     argv = " ".join(shlex.quote(a) for a in sys.argv[1:]) if args.command is None else args.command
     lines = [
@@ -325,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
                     )
     if args.train_only:
         return 1 if any(t["status"].startswith("FAILED") for t in train_log) else 0
-    from flexmg.baselines.leaderboard import LeaderboardConfig, atomic_write_text, run_leaderboard
+    from flexmg.baselines.leaderboard import LeaderboardConfig, run_leaderboard
+    from flexmg.io import atomic_write_text
 
     config = LeaderboardConfig.from_dict(leaderboard_config(args))
     atomic_write_text(args.out / "leaderboard.json", json.dumps(config.to_dict(), indent=2))

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from flexmg.baselines.cli import main as cli_main
 from flexmg.baselines.entries import EntryError, EntrySpec
 from flexmg.baselines.leaderboard import (
@@ -16,7 +17,6 @@ from flexmg.baselines.leaderboard import (
     eval_seed,
     run_leaderboard,
 )
-
 from flexmg.tasks import EVAL_SEED_OFFSET
 
 # ---------------------------------------------------------------- user entries

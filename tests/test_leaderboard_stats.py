@@ -6,6 +6,7 @@ import math
 import random
 
 import pytest
+
 from flexmg.baselines.stats import mean_ci, t_quantile_975
 
 

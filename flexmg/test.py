@@ -170,8 +170,10 @@ def check_context(env_fn: Callable[[], FlexMGEnv]) -> list[CheckResult]:
 
 
 def check_episode_end(env_fn: Callable[[], FlexMGEnv]) -> list[CheckResult]:
-    """An episode played to its end is terminated (the game is over), never truncated,
-    unless an outside ``max_rounds`` below the horizon cut it."""
+    """Check that an episode played to its end is terminated (the game is over).
+
+    It is never truncated, unless an outside ``max_rounds`` below the horizon cut it.
+    """
     env = env_fn()
     try:
         env.reset(seed=0)

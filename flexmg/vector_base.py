@@ -42,9 +42,11 @@ class EpisodeResult:
 
     @property
     def success(self) -> bool:
+        """Whether the episode's ``success`` metric is true."""
         return bool(self.metrics.get("success", False))
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as a plain dict (the transcript as a list of record dicts)."""
         return {
             "env_index": self.env_index,
             "seed": self.seed,
@@ -64,12 +66,18 @@ class EnvRunner:
         self.result: EpisodeResult | None = None
 
     def reset(self, seed: int | None, options: dict | None) -> str | None:
+        """Reset the env with ``seed`` and ``options``; returns the role to act first."""
         self.seed = seed
         self.result = None
         self.env.reset(seed=seed, options=options)
         return self.pending()
 
     def pending(self) -> str | None:
+        """The role that must act next, or ``None`` once the episode is over.
+
+        Dead steps of terminated or truncated roles are taken on the way; when the
+        episode ends its :class:`EpisodeResult` is recorded in ``self.result``.
+        """
         env = self.env
         while env.agents and (
             env.terminations[env.agent_selection] or env.truncations[env.agent_selection]
@@ -88,9 +96,18 @@ class EnvRunner:
         return env.agent_selection
 
     def observe(self, role: str) -> dict | None:
+        """``role``'s observation, or ``None`` when another role (or nobody) is to act."""
         return self.env.observe(role) if self.pending() == role else None
 
     def step(self, role: str, action: str | None) -> tuple[str | None, EpisodeResult | None]:
+        """Apply ``role``'s ``action`` if it is that role's turn.
+
+        Returns:
+            The next pending role, and the episode's result when this step ended it.
+
+        Raises:
+            ValueError: if it is ``role``'s turn and ``action`` is ``None``.
+        """
         if self.pending() != role:
             return self.pending(), None
         if action is None:
@@ -125,7 +142,9 @@ class VectorEnvBase:
     def _step_many(
         self, role: str, idx: list[int], actions: list[str]
     ) -> list[tuple[str | None, EpisodeResult | None]]: ...
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Close every env and release the backend's resources."""
+        ...
 
     def reset(self, seed: int | Sequence[int] | None = None, options: dict | None = None) -> None:
         """Reset every env; env ``i`` gets ``seed + i`` (or ``seed[i]`` for a list)."""

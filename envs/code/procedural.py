@@ -284,8 +284,11 @@ def _draw_spec(rng: random.Random, cfg: ProceduralCodeConfig) -> Spec:
 
 
 def _degenerate(spec: Spec, outcomes: tuple[str, ...]) -> bool:
-    """A constant function, a step that changes nothing (``s[:3][-5:]``), or a
-    branch that behaves like one of its arms."""
+    """Whether ``spec`` is degenerate, judged by its ``outcomes`` on the probe inputs.
+
+    Degenerate means a constant function, a step that changes nothing
+    (``s[:3][-5:]``), or a branch that behaves like one of its arms.
+    """
     if len(set(outcomes)) == 1:
         return True
     if any(

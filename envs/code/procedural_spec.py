@@ -207,8 +207,10 @@ _PROBES: dict[tuple[str, ...], list[list[Any]]] = {
 
 
 def outcome(spec: Spec, args: list[Any]) -> str:
-    """``repr`` of what ``f(*args)`` returns, or ``<ErrorName>`` when it raises
-    (``max([])`` is part of a function's behaviour)."""
+    """``repr`` of what ``f(*args)`` returns, or ``<ErrorName>`` when it raises.
+
+    An exception (as from ``max([])``) is part of a function's behaviour.
+    """
     try:
         return repr(evaluate(spec, args))
     except Exception as e:  # max([]) and friends: part of the behaviour
@@ -252,8 +254,10 @@ def canonical_form(spec: Spec, outcomes: tuple[str, ...] | None = None) -> str:
 
 
 def _expr(start: str, prec: int, steps: list[list[Any]]) -> tuple[str, int]:
-    """Python text of ``steps`` applied to ``start`` (of precedence ``prec``),
-    with only the parentheses Python needs."""
+    """Python text of ``steps`` applied to ``start`` (of precedence ``prec``).
+
+    Only the parentheses Python needs are added; returns the text and its precedence.
+    """
     text = start
     for op, c in steps:
         op_prec = _ARITH[op][0]
@@ -378,8 +382,9 @@ def _what(spec: Spec) -> str:
 
 
 def render_prompt(spec: Spec, example: list[Any] | None = None) -> str:
-    """The task text shown to the agents, with one worked example call when
-    ``example`` (the arguments) is given.
+    """The task text shown to the agents.
+
+    When ``example`` (the arguments) is given, one worked example call is added.
 
     >>> render_prompt({"kind": "binary", "op": "max", "steps": []})
     'Write `f(a, b)` that returns the larger of a and b.'

@@ -25,9 +25,9 @@ Roles = tuple[str, ...]
 class TurnCredit(Protocol):
     """A reward's per-turn judge: the turn's credit info, and its grade when it was graded."""
 
-    def __call__(
-        self, turn: TurnRecord, task: Task, graded: bool
-    ) -> tuple[dict[str, Any], Any]: ...
+    def __call__(self, turn: TurnRecord, task: Task, graded: bool) -> tuple[dict[str, Any], Any]:
+        """Return ``turn``'s credit info and its grade (meaningful when ``graded``)."""
+        ...
 
 
 def judge_turns(

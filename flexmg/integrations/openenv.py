@@ -290,8 +290,10 @@ def serve(
 
 
 class RemoteSeatDriver:
-    """:class:`~flexmg.integrations.seats.SeatDriver`'s turn-by-turn interface over a
-    ``flexmg serve`` session, for trainers that reach the env through OpenEnv.
+    """A :class:`~flexmg.integrations.seats.SeatDriver` over a ``flexmg serve`` session.
+
+    It offers the same turn-by-turn interface, for trainers that reach the env
+    through OpenEnv.
 
     ``client`` is a synchronous OpenEnv client (``GenericEnvClient(base_url=...).sync()``).
     """

@@ -79,8 +79,10 @@ class FlexMGTask(vf.Task[FlexMGTaskData]):
 
 
 class FlexMGTasksetConfig(vf.TasksetConfig):
-    """Which episodes: ``env_id`` with ``env_kwargs``, at ``seeds`` (or ``seed_start`` +
-    ``range(num_tasks)``)."""
+    """Which episodes the taskset holds.
+
+    ``env_id`` with ``env_kwargs``, at ``seeds`` (or ``seed_start`` + ``range(num_tasks)``).
+    """
 
     id: str = PLUGIN_ID
     env_id: str = "math-2agent"
@@ -100,6 +102,7 @@ class FlexMGTaskset(vf.Taskset[FlexMGTask, FlexMGTasksetConfig]):
     """One task per episode seed; the prompt is the episode's task text."""
 
     def load(self) -> Iterator[FlexMGTask]:
+        """Yield one task per episode seed, with the task text of the env reset at that seed."""
         config = self.config
         env = flexmg.make(config.env_id, **config.env_kwargs)
         try:
@@ -121,8 +124,10 @@ class FlexMGTaskset(vf.Taskset[FlexMGTask, FlexMGTasksetConfig]):
 
 
 class FlexMGEnvConfig(vf.EnvConfig):
-    """The env knobs; the seats (one ``AgentConfig`` per role) are added by
-    :func:`make_env_config`."""
+    """The env knobs.
+
+    The seats (one ``AgentConfig`` per role) are added by :func:`make_env_config`.
+    """
 
     taskset: FlexMGTasksetConfig = FlexMGTasksetConfig()
     trainable: list[str] | None = None
@@ -135,11 +140,17 @@ class FlexMGSeatsEnv(vf.Env[FlexMGEnvConfig]):
     """A flexmg workflow played by verifiers agents, one seat per role."""
 
     async def setup(self, agents: vf.Agents) -> None:
+        """Mark each role's agent trainable when it is in ``config.trainable`` (or that is ``None``)."""
         trainable = self.config.trainable
         for role in self.config.agent_harnesses():
             getattr(agents, role).trainable = trainable is None or role in trainable
 
     async def run(self, task: FlexMGTask, agents: vf.Agents) -> None:
+        """Play ``task``'s episode with one agent seat per role, then record rewards and metrics.
+
+        Each seat's trace gets the team score and its role's reward (weighted by
+        ``config.reward``), the ``success`` and ``turns`` metrics, and a ``flexmg`` info entry.
+        """
         data = task.data
         env = flexmg.make(data.env_id, **data.env_kwargs)
         driver = SeatDriver(env, data.env_id, data.seed)
@@ -268,8 +279,10 @@ def make_env(env_id: str, **kwargs: Any) -> FlexMGSeatsEnv:
 async def run_episodes(
     env: FlexMGSeatsEnv, ctx: vf.ModelContext, *, rollouts_per_task: int = 1
 ) -> list[vf.Episode]:
-    """Play every task of ``env``'s taskset ``rollouts_per_task`` times with the model of
-    ``ctx`` (seats without their own model/client use it); episodes in task order."""
+    """Play every task of ``env``'s taskset ``rollouts_per_task`` times with ``ctx``'s model.
+
+    Seats without their own model/client use ``ctx``; the episodes come back in task order.
+    """
     async with env.serving():
         episodes = []
         for task in env.taskset:

@@ -144,6 +144,17 @@ class FlexMGAgentLoop(AgentLoopBase):
             packed.logprobs = logprobs or []
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        """Play the row's episode, generating every role's turns into one token sequence.
+
+        Args:
+            sampling_params: verl's sampling parameters (``max_tokens`` is capped per turn).
+            **kwargs: the dataset row; ``extra_info`` holds ``env_id``, ``seed``, ``env_kwargs``.
+
+        Returns:
+            The prompt and response tokens (cut to ``response_length``), the ``reward``
+            score, and ``role_spans``, role rewards, team score and truncation in
+            ``extra_fields``.
+        """
         driver = self._episode(kwargs)
         metrics: dict[str, Any] = {}
         request_id = uuid4().hex

@@ -53,8 +53,10 @@ def _cached_env(env_id: str, kwargs_json: str) -> FlexMGEnv:
 
 
 def judge_as_graded_role(env: FlexMGEnv, seed: int, solution: str) -> tuple[float, str]:
-    """Reset ``env`` with ``seed`` and let its judge score ``solution`` as the graded
-    (last) role's answer of round 0; returns ``(score, gold answer)``.
+    """Score ``solution`` with ``env``'s judge as the graded role's answer.
+
+    ``env`` is reset with ``seed`` and ``solution`` judged as the last role's answer
+    of round 0; returns ``(score, gold answer)``.
 
     >>> import flexmg
     >>> env = flexmg.make("math-2agent")

@@ -137,11 +137,17 @@ class VectorEnvBase:
         self.finished: list[EpisodeResult] = []
 
     # subclasses implement these four
-    def _reset_one(self, i: int, seed: int | None, options: dict | None) -> str | None: ...
-    def _observe_many(self, role: str, idx: list[int]) -> list[dict | None]: ...
+    def _reset_one(self, i: int, seed: int | None, options: dict | None) -> str | None:
+        raise NotImplementedError
+
+    def _observe_many(self, role: str, idx: list[int]) -> list[dict | None]:
+        raise NotImplementedError
+
     def _step_many(
         self, role: str, idx: list[int], actions: list[str]
-    ) -> list[tuple[str | None, EpisodeResult | None]]: ...
+    ) -> list[tuple[str | None, EpisodeResult | None]]:
+        raise NotImplementedError
+
     def close(self) -> None:
         """Close every env and release the backend's resources."""
         ...
@@ -211,14 +217,17 @@ class VectorEnvBase:
                 f"step() needs one action per env ({self.num_envs}), got {len(actions)}"
             )
         idx = [i for i, p in enumerate(self._pending) if p == role]
+        sent: list[str] = []
         for i in idx:
-            if not isinstance(actions[i], str):
+            action = actions[i]
+            if not isinstance(action, str):
                 raise TypeError(
                     f"env {i} waits on role {role!r}: its action must be a str, "
-                    f"got {type(actions[i]).__name__}"
+                    f"got {type(action).__name__}"
                 )
+            sent.append(action)
         done = np.zeros(self.num_envs, dtype=bool)
-        for i, (pending, result) in zip(idx, self._step_many(role, idx, [actions[i] for i in idx])):
+        for i, (pending, result) in zip(idx, self._step_many(role, idx, sent)):
             self._pending[i] = pending
             if result is not None:
                 done[i] = True

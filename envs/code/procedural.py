@@ -334,7 +334,7 @@ def _edge_args(spec: Spec) -> list[list[Any]]:
     """Inputs every task of this spec should be tested on: thresholds and empties."""
     kind = spec["kind"]
     if kind == "branch":
-        edges = []
+        edges: list[list[Any]] = []
         for (cmp, c), _ in spec["arms"]:
             edges += [[c - 1], [c], [c + 1]] if cmp not in ("even", "odd") else [[0], [7]]
         return edges

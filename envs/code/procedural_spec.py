@@ -163,7 +163,13 @@ def evaluate(spec: Spec, args: list[Any]) -> Any:
         values = [_apply_steps(x, spec["steps"]) for x in args[0] if not keep or _holds(x, keep)]
         if kind == "list_map":
             return values
-        return {"sum": sum, "len": len, "max": max, "min": min}[spec["reduce"]](values)
+        reducers: dict[str, Callable[[list[Any]], Any]] = {
+            "sum": sum,
+            "len": len,
+            "max": max,
+            "min": min,
+        }
+        return reducers[spec["reduce"]](values)
     if kind == "string":
         s = args[0]
         for name, k in spec["ops"]:
@@ -342,6 +348,8 @@ def _list_words(spec: Spec) -> str:
     kept = f" that is {_cond_words(keep)}" if keep else ""
     if spec["kind"] == "list_map":
         if not steps:
+            if keep is None:
+                raise ValueError("a list_map spec without steps needs a 'keep' condition")
             return f"the elements of xs that are {_cond_words(keep)}, in order"
         if len(steps) == 1 and not keep:
             op, c = steps[0]

@@ -34,12 +34,12 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from flexmg.envs.families.common import judge_turns, team_workflows
 
 from flexmg.env import Judgement, TurnRecord
-from flexmg.tasks import Task, TaskSource
+from flexmg.tasks import Split, Task, TaskSource
 from flexmg.workflow import Workflow, current_round
 
 VERSION = 1
@@ -80,7 +80,8 @@ def code_task_source(spec: Any, split: str) -> TaskSource:
     """``tasks=`` of the code envs: ``None``/``"procedural"``, ``"builtin"``, a HumanEval/MBPP file or tasks."""
     from flexmg.envs.code import make_code_source
 
-    return make_code_source(spec, split=split)
+    # the env passes its ``split=`` through as given; make_code_source rejects unknown splits
+    return make_code_source(spec, split=cast(Split, split))
 
 
 def _entry_point(task: Task) -> str:
@@ -147,7 +148,7 @@ class CodeReward:
 
         bare = bare_solution(turn.action, task)
         if not graded and fenced_solution(turn.action, task) is None:
-            info = {"own_correct": None, "format_error": False, "graded": False}
+            info: dict[str, Any] = {"own_correct": None, "format_error": False, "graded": False}
             info["format_ok"] = extract_code(turn.action) is not None
             info["answer_correct"] = None if bare is None else self._passes(bare, task)
             return info, None
@@ -197,8 +198,8 @@ class CodeReward:
         turn = transcript[-1]
         if turn.role != "tester":
             return None
-        solutions = [fenced_solution(r.action, task) for r in current_round(transcript)[:-1]]
-        solutions = [code for code in solutions if code]
+        fenced = [fenced_solution(r.action, task) for r in current_round(transcript)[:-1]]
+        solutions = [code for code in fenced if code]
         if not solutions:
             return "No solution code to test yet."
         return run_agent_tests(solutions[-1], turn.action, self.sandbox, task=task)

@@ -44,12 +44,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from flexmg.envs.families.common import judge_turns, team_workflows
 
 from flexmg.env import Judgement, TurnRecord
-from flexmg.tasks import Task, TaskSource
+from flexmg.tasks import Split, Task, TaskSource
 from flexmg.workflow import Workflow
 
 VERSION = 1
@@ -91,7 +91,8 @@ def math_task_source(spec: Any, split: str) -> TaskSource:
     """``tasks=`` of the math envs: a generator name/dict, a data file, a dataset or tasks."""
     from flexmg.envs.math import make_math_source
 
-    return make_math_source(spec, split=split)
+    # the env passes its ``split=`` through as given; make_math_source rejects unknown splits
+    return make_math_source(spec, split=cast(Split, split))
 
 
 def last_value(text: str) -> str | None:

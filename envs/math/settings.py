@@ -42,7 +42,10 @@ MAX_PRECISION = 30
 class HasMeta(Protocol):
     """Anything with a ``meta`` mapping, such as :class:`flexmg.tasks.Task`."""
 
-    meta: Mapping[str, Any]
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        """The object's metadata (read-only is enough)."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -226,7 +226,7 @@ class FlexMGEnvironment(Environment):
         done = turn is None
         obs = driver.observation or {}
         score = float(self._env.episode_metrics.get("score", 0.0)) if done else None
-        self._state.role = "" if done else turn[0]
+        self._state.role = "" if turn is None else turn[0]
         self._state.round = int(obs.get("round", self._state.round))
         self._state.done = done
         self._state.score = score if score is not None else self._state.score
@@ -235,13 +235,13 @@ class FlexMGEnvironment(Environment):
             done=done,
             reward=reward,
             env_id=self.env_id,
-            role="" if done else turn[0],
+            role="" if turn is None else turn[0],
             round=self._state.round,
             task=str(obs.get("task", "")),
             instructions=str(obs.get("instructions", "")),
             context=str(obs.get("context", "")),
             feedback=str(obs.get("feedback", "")),
-            messages=[] if done else turn[1],
+            messages=[] if turn is None else turn[1],
             rewards=dict(rewards),
             episode_rewards=dict(self._episode_rewards),
             infos=jsonable(

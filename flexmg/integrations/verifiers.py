@@ -253,7 +253,9 @@ def make_env_config(
     if unknown:
         raise ValueError(f"trainable= names unknown roles {unknown}; roles: {roles}")
     name = "FlexMGEnvConfig_" + re.sub(r"\W", "_", env_id)
-    config_cls = pydantic.create_model(
+    # verifiers is not analysed (follow_imports = "skip"), so vf.EnvConfig is Any and mypy
+    # cannot see that FlexMGEnvConfig is a pydantic model
+    config_cls = pydantic.create_model(  # type: ignore[call-overload]
         name, __base__=FlexMGEnvConfig, **_seat_fields(roles, dict(seats or {}))
     )
     taskset = FlexMGTasksetConfig(

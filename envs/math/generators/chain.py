@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from fractions import Fraction
 
 from .base import Generator, GeneratorConfig, Problem, check_int, check_ops, register_generator
 from .expression import expression_problem
@@ -104,7 +105,10 @@ class ChainGenerator(Generator):
             if expr.startswith("(") and expr.endswith(")") and _balanced(expr[1:-1]):
                 expr = expr[1:-1]
             problem = expression_problem(expr)
-            value = problem.answer
+            answer = problem.answer
+            if isinstance(answer, str):
+                raise TypeError(f"expression_problem({expr!r}) gave a text answer {answer!r}")
+            value = Fraction(answer)  # one numeric type: mypy can't type abs() of int | Fraction
             if (value >= 0 or not cfg.non_negative) and abs(value) <= cfg.max_abs_value:
                 break
         return problem

@@ -180,7 +180,9 @@ class FlexMGAgentLoop(AgentLoopBase):
                 driver.act(text)
                 turn = driver.pending()
                 if turn is not None and packed.response_len < self.response_length:
-                    await self._append_observation(packed, driver.observation, text)
+                    obs = driver.observation
+                    assert obs is not None, "pending() keeps the observation of the turn it returns"
+                    await self._append_observation(packed, obs, text)
         finally:
             driver.env.close()
         result = driver.result

@@ -75,8 +75,11 @@ def judge_as_graded_role(env: FlexMGEnv, seed: int, solution: str) -> tuple[floa
         observation=env.observe(graded),
         action=action,
     )
-    judgement = env.judge(env.task, (record,), 0)
-    return float(judgement.score), env.task.answer
+    task = env.task
+    if task is None:
+        raise RuntimeError(f"{type(env).__name__}.reset() left no task to judge against")
+    judgement = env.judge(task, (record,), 0)
+    return float(judgement.score), task.answer
 
 
 def compute_score(

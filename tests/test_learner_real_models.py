@@ -113,7 +113,9 @@ def test_turn_end_stops_the_action_and_is_trained(qwen_path: str) -> None:
     assert any(p.grad is not None and p.grad.abs().sum() > 0
                for p in policy.policy_parameters("solver"))  # fmt: skip
     cut = policy.act("solver", [OBS] * 3)
-    assert all(t == (len(a) == 6 and a[-1] not in policy.stop_ids)
+    limit = policy.config.max_new_tokens
+    assert any(cut.truncated)  # a random model rarely stops within 8 tokens
+    assert all(t == (len(a) == limit and a[-1] not in policy.stop_ids)
                for t, a in zip(cut.truncated, cut.action_ids, strict=True))  # fmt: skip
 
 
@@ -191,18 +193,24 @@ def test_equal_rewards_give_no_actor_step_and_dropout_keeps_the_first_ratio_at_o
     assert abs(stats["sampler_kl"]) < 1e-4
 
 
-@pytest.mark.parametrize("ratio", ["token", "action_mean", "action_sum"])
-def test_ratio_modes_log_the_clip_fraction_per_role(qwen_path: str, ratio: str) -> None:
+def test_ratio_modes_log_the_clip_fraction_per_role(qwen_path: str) -> None:
     policy = make(qwen_path)
+    start = policy.trainable_state()
     torch.manual_seed(2)
     batch = policy.act("solver", [OBS] * 4)
-    learner = PPOLearner(
-        policy, PPOConfig(ratio=ratio, epochs=3, minibatches=2, target_kl=None, lr_actor=0.05),
-        marft_credit,
-    )  # fmt: skip
-    rollout = RolloutBatch([[s] for s in _samples(batch, [0.0] * 4, [0, 1, 1, 0])], [{}] * 4)
-    stats = learner.update(rollout, update=0)
-    assert 0.0 < stats["clipfrac/solver"] <= 1.0 and stats["actor_steps"] == 6
+    clipfrac = {}
+    for ratio in ("token", "action_mean", "action_sum"):
+        policy.load_trainable_state(start)
+        cfg = PPOConfig(ratio=ratio, epochs=3, minibatches=2, target_kl=None, lr_actor=0.05)
+        learner = PPOLearner(policy, cfg, marft_credit)
+        rollout = RolloutBatch([[s] for s in _samples(batch, [0.0] * 4, [0, 1, 1, 0])], [{}] * 4)
+        stats = learner.update(rollout, update=0)
+        assert stats["actor_steps"] == 6
+        clipfrac[ratio] = stats["clipfrac/solver"]
+    assert 0.0 < clipfrac["token"] <= 1.0
+    # the summed log-ratio of a whole action moves furthest, the mean one least
+    assert clipfrac["action_sum"] >= clipfrac["action_mean"]
+    assert clipfrac["action_sum"] > 0.0
 
 
 def _train(path: str, run_dir: Path, *flags: str) -> dict:

@@ -98,14 +98,76 @@ def _chunk_stats(
     cfg: SamplingConfig,
     with_entropy: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probs of ``targets`` and entropies for one chunk (autograd-friendly)."""
     scores = processed_logits(head(hidden), cfg)
     logp = torch.log_softmax(scores, dim=-1)
     taken = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).clamp(min=LOGPROB_FLOOR)
     if not with_entropy:
         return taken, torch.zeros_like(taken)
-    finite = torch.isfinite(logp)
-    entropy = -(logp.exp() * torch.where(finite, logp, torch.zeros_like(logp))).sum(-1)
-    return taken, entropy
+    return taken, _entropy(logp, cfg)[0]
+
+
+def _entropy(
+    logp: torch.Tensor, cfg: SamplingConfig, probs: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Entropy per row, and ``log p`` with removed tokens (``-inf``) as 0."""
+    finite_logp = logp if cfg.is_temperature_only else torch.nan_to_num(logp, neginf=0.0)
+    plogp = (logp.exp() if probs is None else probs) * finite_logp
+    return -plogp.sum(-1), finite_logp
+
+
+class _FusedHeadLogprobs(torch.autograd.Function):
+    """Log-probs and entropies through a frozen linear output layer, chunk by chunk.
+
+    The backward pass needs only ``d/dhidden``, which per position is
+    ``W^T (onehot - p) / T`` for the log-prob and ``-W^T p (log p + H) / T`` for
+    the entropy; both ``[n, hidden]`` products are formed in the forward pass,
+    chunk by chunk, so the logits are never kept nor recomputed.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+        targets: torch.Tensor, cfg: SamplingConfig, with_entropy: bool, step: int,
+    ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        n = hidden.shape[0]
+        taken = torch.empty(n, device=hidden.device, dtype=torch.float32)
+        ent = torch.zeros(n, device=hidden.device, dtype=torch.float32)
+        grad_lp = torch.empty(hidden.shape, device=hidden.device, dtype=torch.float32)
+        grad_ent = torch.zeros_like(grad_lp) if with_entropy else None
+        for start in range(0, n, step):
+            part = slice(start, start + step)
+            y = targets[part]
+            logits = torch.nn.functional.linear(hidden[part], weight, bias)
+            logp = torch.log_softmax(processed_logits(logits, cfg), dim=-1)
+            del logits
+            lp = logp.gather(-1, y.unsqueeze(-1)).squeeze(-1)
+            taken[part] = lp.clamp(min=LOGPROB_FLOOR)
+            p = logp.exp()
+            if with_entropy:
+                h_rows, finite_logp = _entropy(logp, cfg, p)
+                ent[part] = h_rows
+                g = p * (finite_logp + h_rows.unsqueeze(-1))  # -(dH/dscores)
+                grad_ent[part] = -(g.to(weight.dtype) @ weight).float() / cfg.temperature
+                del g, finite_logp
+            del logp
+            p.neg_()
+            p.scatter_add_(-1, y.unsqueeze(-1), torch.ones_like(lp).unsqueeze(-1))  # onehot - p
+            p[lp < LOGPROB_FLOOR] = 0.0  # clamped at the floor: no gradient
+            grad_lp[part] = (p.to(weight.dtype) @ weight).float() / cfg.temperature
+            del p
+        ctx.save_for_backward(grad_lp, *(() if grad_ent is None else (grad_ent,)))
+        ctx.hidden_dtype = hidden.dtype
+        ctx.mark_non_differentiable(*(() if with_entropy else (ent,)))
+        return taken, ent
+
+    @staticmethod
+    def backward(ctx: Any, g_lp: torch.Tensor, g_ent: torch.Tensor) -> tuple:  # type: ignore[override]
+        grad_lp, *rest = ctx.saved_tensors
+        grad = g_lp.unsqueeze(-1) * grad_lp
+        if rest and g_ent is not None:
+            grad = grad + g_ent.unsqueeze(-1) * rest[0]
+        return grad.to(ctx.hidden_dtype), None, None, None, None, None, None
 
 
 def token_logprobs(
@@ -150,21 +212,34 @@ def token_logprobs(
         y = targets.reshape(-1).index_select(0, rows)
         vocab = vocab_size or int(getattr(head, "out_features", 0) or head(h[:1]).shape[-1])
         step = max(1, chunk_elements // max(1, vocab))
-        use_ckpt = torch.is_grad_enabled() and h.requires_grad
-        lps, ents = [], []
-        for start in range(0, h.shape[0], step):
-            args = (head, h[start : start + step], y[start : start + step], cfg, with_entropy)
-            if use_ckpt:
-                lp, ent = checkpoint(_chunk_stats, *args, use_reentrant=False)
-            else:
-                lp, ent = _chunk_stats(*args)
-            lps.append(lp)
-            ents.append(ent)
+        grad = torch.is_grad_enabled() and h.requires_grad
+        if grad and _frozen_linear(head):
+            lp_all, ent_all = _FusedHeadLogprobs.apply(
+                h, head.weight, head.bias, y, cfg, with_entropy, step
+            )
+            lps, ents = [lp_all], [ent_all]
+        else:  # any other head: chunks recomputed in the backward pass (checkpointing)
+            lps, ents = [], []
+            for start in range(0, h.shape[0], step):
+                args = (head, h[start : start + step], y[start : start + step], cfg, with_entropy)
+                lp, ent = checkpoint(_chunk_stats, *args, use_reentrant=False) if grad else (
+                    _chunk_stats(*args))  # fmt: skip
+                lps.append(lp)
+                ents.append(ent)
         out_lp = out_lp.index_put((rows,), torch.cat(lps))
         if with_entropy:
             out_ent = out_ent.index_put((rows,), torch.cat(ents))
     lp = out_lp.view(b, t)
     return lp, (out_ent.view(b, t) if with_entropy else None)
+
+
+def _frozen_linear(head: Any) -> bool:
+    """A plain linear output layer that does not learn (the fused path's condition)."""
+    return (
+        isinstance(head, torch.nn.Linear)
+        and not head.weight.requires_grad
+        and (head.bias is None or not head.bias.requires_grad)
+    )
 
 
 @dataclass

@@ -621,9 +621,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _write_json(path: Path | None, data: dict[str, Any]) -> None:
     if path:
-        tmp_path = path.with_name(path.name + ".tmp")
-        tmp_path.write_text(json.dumps(data, indent=2))
-        os.replace(tmp_path, path)
+        from flexmg.agents.trainer import atomic_write_text
+
+        atomic_write_text(path, json.dumps(data, indent=2))
 
 
 if __name__ == "__main__":

@@ -36,26 +36,36 @@ def test_processing_matches_transformers_warpers() -> None:
     assert torch.equal(processed_logits(logits, SamplingConfig()), logits)
 
 
+@pytest.mark.parametrize("frozen", [True, False], ids=["fused-frozen-head", "checkpointed"])
 @pytest.mark.parametrize("cfg", [SamplingConfig(), SamplingConfig(0.5, 3, 0.9)])
-def test_chunked_logprobs_and_entropy_equal_the_full_computation(cfg: SamplingConfig) -> None:
+def test_chunked_logprobs_and_entropy_equal_the_full_computation(
+    cfg: SamplingConfig, frozen: bool
+) -> None:
     g = torch.Generator().manual_seed(1)
-    head = torch.nn.Linear(8, 11, bias=False)
+    head = torch.nn.Linear(8, 11, bias=frozen).requires_grad_(not frozen)
     hidden = torch.randn(3, 5, 8, generator=g, requires_grad=True)
     targets = torch.randint(0, 11, (3, 5), generator=g)
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0]]).float()
     lp, ent = token_logprobs(hidden, head, targets, mask, cfg, True, chunk_elements=11 * 2)
-    (lp.sum() + ent.sum()).backward()
+    weights = torch.rand(3, 5, generator=g)  # any upstream gradient, not only ones
+    (lp * weights).sum().add((ent * weights.flip(0)).sum()).backward()
     grad_chunked = hidden.grad.clone()
     hidden.grad = None
     logp = torch.log_softmax(processed_logits(head(hidden), cfg), -1)
     full = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).clamp(min=LOGPROB_FLOOR) * mask
     p = logp.exp()
     full_ent = -(p * torch.where(torch.isfinite(logp), logp, 0.0)).sum(-1) * mask
-    (full.sum() + full_ent.sum()).backward()
+    (full * weights).sum().add((full_ent * weights.flip(0)).sum()).backward()
     assert torch.allclose(lp, full, atol=1e-5) and torch.allclose(ent, full_ent, atol=1e-5)
     assert torch.allclose(grad_chunked, hidden.grad, atol=1e-5)
-    no_ent = token_logprobs(hidden, head, targets, mask, cfg, with_entropy=False)
-    assert no_ent[1] is None
+    hidden.grad = None
+    only_lp, no_ent = token_logprobs(hidden, head, targets, mask, cfg, with_entropy=False)
+    assert no_ent is None
+    (only_lp * weights).sum().backward()
+    logp = torch.log_softmax(processed_logits(head(hidden), cfg), -1)
+    full = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).clamp(min=LOGPROB_FLOOR) * mask
+    want = torch.autograd.grad((full * weights).sum(), hidden)[0]
+    assert torch.allclose(hidden.grad, want, atol=1e-5)
 
 
 def test_config_errors_say_what_is_expected() -> None:

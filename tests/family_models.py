@@ -82,10 +82,14 @@ def build_family_model(
     vocab_size: int | None = None,
     qwen_instruct_sampling: bool = True,
     seed: int = 0,
+    stop_scale: float = 1.0,
 ) -> str:
     """Save a tiny random ``family`` model with a chat template to ``folder``; returns the path.
 
     ``vocab_size`` widens the embedding beyond the tokenizer (e.g. Qwen's 151,936).
+    ``stop_scale`` multiplies the output-layer rows of the stop tokens, so that some
+    sampled actions stop early and others run to the token limit (rewards that differ
+    with ``--truncation-penalty``).
     """
     import torch
     from flexmg.agents.tokenizer import build_char_tokenizer
@@ -101,6 +105,9 @@ def build_family_model(
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(cfg)
     turn_end = tok.convert_tokens_to_ids(spec["turn_end"])
+    if stop_scale != 1.0:
+        with torch.no_grad():
+            model.get_output_embeddings().weight[[turn_end, tok.eos_token_id]] *= stop_scale
     gen: dict[str, Any] = {"bos_token_id": tok.bos_token_id, "pad_token_id": tok.pad_token_id}
     if family == "qwen2":  # like Qwen2.5-Instruct: stop list and sampling defaults
         gen["eos_token_id"] = [turn_end, tok.eos_token_id]

@@ -348,9 +348,10 @@ class TeamPolicy(nn.Module):
         for p in base.parameters():
             p.requires_grad_(False)
         if config.gradient_checkpointing:  # renamed in transformers 5.2x; same function
-            enable = getattr(base, "activation_checkpointing_enable", None)
-            enable = enable or base.gradient_checkpointing_enable
-            enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            if hasattr(base, "activation_checkpointing_enable"):
+                base.activation_checkpointing_enable({"use_reentrant": False})
+            else:
+                base.gradient_checkpointing_enable({"use_reentrant": False})
         self.prompt_style = resolve_prompt_style(
             config.prompt_style, self.tokenizer, is_tiny=config.model == "tiny"
         )

@@ -23,6 +23,12 @@ class _ActionBatchLike(Protocol):
     texts: list[str]
     prompt_ids: list[list[int]]
     action_ids: list[list[int]]
+    truncated: list[bool]
+    sampler_logprobs: list[list[float]]
+    token_logprobs: list[list[float]]
+    values: list[float]
+    token_values: list[list[float]]
+    ref_token_logprobs: list[list[float]] | None
 
 
 class _Actor(Protocol):
@@ -33,25 +39,23 @@ class _Actor(Protocol):
 class Sample:
     """One agent turn ready for PPO.
 
-    The first block is filled from the rollout, ``old_*`` by the learner's
-    recomputation pass (policy before the update), ``advantage``/``ret`` and
-    their token versions by the credit assignment.
+    The first block comes from the rollout (the env's transcript and the
+    policy's ``act``: the rollout's scoring pass gives the *old* log-probs and
+    values PPO uses), ``advantage``/``ret`` and their token versions come from
+    the credit assignment.
     """
 
     episode: int
     turn: int
     role: str
     round: int
-    position: int
     prompt_ids: list[int]
     action_ids: list[int]
+    truncated: bool
     reward: float
     team_reward: float
     last_in_round: bool
-    last_in_episode: bool
-    sample_logprob: float = 0.0
-    sample_value: float = 0.0
-    old_logprob: float = 0.0
+    sampler_logprobs: list[float] = field(default_factory=list)
     old_token_logprobs: list[float] = field(default_factory=list)
     old_value: float = 0.0
     old_token_values: list[float] = field(default_factory=list)
@@ -109,15 +113,6 @@ def _get(record: Any, name: str, default: Any = None) -> Any:
     return getattr(record, name, default)
 
 
-@dataclass
-class _Turn:
-    role: str
-    prompt_ids: list[int]
-    action_ids: list[int]
-    logprob: float
-    value: float
-
-
 def collect_rollout(
     policy: _Actor, vec: Any, seed: int, greedy: bool = False, max_steps: int = 100_000
 ) -> RolloutBatch:
@@ -135,7 +130,7 @@ def collect_rollout(
         A :class:`RolloutBatch` with one sample per turn.
     """
     vec.reset(seed=seed)
-    turns: dict[int, list[_Turn]] = {}
+    turns: dict[int, list[tuple[str, Any, int]]] = {}
     steps = 0
     while not vec.all_done():
         steps += 1
@@ -159,22 +154,16 @@ def collect_rollout(
         actions: list[str | None] = [None] * len(obs)
         for j, i in enumerate(idx):
             actions[i] = batch.texts[j]
-            turns.setdefault(i, []).append(
-                _Turn(
-                    role=role,
-                    prompt_ids=list(batch.prompt_ids[j]),
-                    action_ids=list(batch.action_ids[j]),
-                    logprob=float(batch.logprobs[j]),
-                    value=float(batch.values[j]),
-                )
-            )
+            turns.setdefault(i, []).append((role, batch, j))
         vec.step(role, actions)
     results = vec.episodes()
     return build_batch(results, [turns.get(i, []) for i in range(len(results))])
 
 
-def build_batch(results: Sequence[Any], turns: Sequence[Sequence[_Turn]]) -> RolloutBatch:
-    """Pair env transcripts with the generated turns (same order per env)."""
+def build_batch(
+    results: Sequence[Any], turns: Sequence[Sequence[tuple[str, _ActionBatchLike, int]]]
+) -> RolloutBatch:
+    """Pair env transcripts with the generated turns ``(role, action batch, row)``, per env."""
     episodes: list[list[Sample]] = []
     metrics: list[dict[str, Any]] = []
     for e, (result, env_turns) in enumerate(zip(results, turns, strict=True)):
@@ -185,11 +174,11 @@ def build_batch(results: Sequence[Any], turns: Sequence[Sequence[_Turn]]) -> Rol
                 f"{len(env_turns)} times; the vector env and the rollout disagree"
             )
         samples: list[Sample] = []
-        for t, (rec, turn) in enumerate(zip(transcript, env_turns, strict=True)):
+        for t, (rec, (role, ab, j)) in enumerate(zip(transcript, env_turns, strict=True)):
             rec_role = _get(rec, "role")
-            if rec_role != turn.role:
+            if rec_role != role:
                 raise RuntimeError(
-                    f"env {e}, turn {t}: transcript role {rec_role!r} != acting role {turn.role!r}"
+                    f"env {e}, turn {t}: transcript role {rec_role!r} != acting role {role!r}"
                 )
             rnd = int(_get(rec, "round", 0) or 0)
             nxt_round = (
@@ -199,19 +188,36 @@ def build_batch(results: Sequence[Any], turns: Sequence[Sequence[_Turn]]) -> Rol
                 Sample(
                     episode=e,
                     turn=t,
-                    role=turn.role,
+                    role=role,
                     round=rnd,
-                    position=int(_get(rec, "position", 0) or 0),
-                    prompt_ids=turn.prompt_ids,
-                    action_ids=turn.action_ids,
+                    prompt_ids=list(ab.prompt_ids[j]),
+                    action_ids=list(ab.action_ids[j]),
+                    truncated=bool(ab.truncated[j]),
                     reward=_as_float(_get(rec, "reward")),
                     team_reward=_as_float(_get(rec, "team_reward")),
                     last_in_round=nxt_round is None or nxt_round != rnd,
-                    last_in_episode=t == len(transcript) - 1,
-                    sample_logprob=turn.logprob,
-                    sample_value=turn.value,
+                    sampler_logprobs=list(ab.sampler_logprobs[j]),
+                    old_token_logprobs=list(ab.token_logprobs[j]),
+                    old_value=float(ab.values[j]),
+                    old_token_values=list(ab.token_values[j]),
+                    ref_token_logprobs=(
+                        list(ab.ref_token_logprobs[j]) if ab.ref_token_logprobs else None
+                    ),
                 )
             )
         episodes.append(samples)
-        metrics.append(dict(_get(result, "metrics", {}) or {}))
+        metrics.append(_with_truncation(dict(_get(result, "metrics", {}) or {}), samples))
     return RolloutBatch(episodes=episodes, metrics=metrics)
+
+
+def _with_truncation(metrics: dict[str, Any], samples: Sequence[Sample]) -> dict[str, Any]:
+    """Flag actions cut at ``max_new_tokens``: ``truncated_actions`` and per role ``truncated``."""
+    per_role = {
+        r: dict(v) for r, v in (metrics.get("per_role") or {}).items() if isinstance(v, dict)
+    }
+    for s in samples:
+        role = per_role.setdefault(s.role, {})
+        role["truncated"] = bool(role.get("truncated", False)) or s.truncated
+    metrics["per_role"] = per_role
+    metrics["truncated_actions"] = sum(s.truncated for s in samples)
+    return metrics

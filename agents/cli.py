@@ -42,6 +42,12 @@ _TRAIN_KEYS = {
     "lora_r": ("policy", "lora_r"),
     "temperature": ("policy", "temperature"),
     "max_new_tokens": ("policy", "max_new_tokens"),
+    "top_k": ("policy", "top_k"),
+    "top_p": ("policy", "top_p"),
+    "micro_batch": ("policy", "micro_batch"),
+    "max_prompt_tokens": ("policy", "max_prompt_tokens"),
+    "ratio": ("ppo", "ratio"),
+    "truncation_penalty": ("ppo", "truncation_penalty"),
     "level": ("ppo", "level"),
     "lr": ("ppo", "lr_actor"),
     "critic_lr": ("ppo", "lr_critic"),
@@ -100,9 +106,23 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     )
     m.add_argument("--lora-r", type=int, help="LoRA rank")
     m.add_argument("--temperature", type=float, help="sampling temperature for rollouts")
-    m.add_argument("--max-new-tokens", type=int, help="tokens per action")
+    m.add_argument("--max-new-tokens", type=int, help="tokens per action (stop token included)")
+    m.add_argument("--top-k", type=int, help="top-k truncation of rollouts (default 0: off)")
+    m.add_argument("--top-p", type=float, help="nucleus truncation of rollouts (default 1: off)")
+    m.add_argument(
+        "--micro-batch", type=int, help="rows per forward pass (gradient accumulation; 0: all)"
+    )
+    m.add_argument("--max-prompt-tokens", type=int, help="prompt budget (oldest context cut)")
     o = p.add_argument_group("PPO")
     o.add_argument("--level", choices=["action", "token"], help="APPO or TPPO (default action)")
+    o.add_argument(
+        "--ratio",
+        choices=["token", "action_mean", "action_sum"],
+        help="importance ratio of APPO (default token: per-token clipping)",
+    )
+    o.add_argument(
+        "--truncation-penalty", type=float, help="reward penalty for actions cut at the limit"
+    )
     o.add_argument("--lr", type=float, help="adapter learning rate")
     o.add_argument("--critic-lr", type=float, help="value-head learning rate")
     o.add_argument("--epochs", type=int, help="PPO epochs per update")
@@ -160,7 +180,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     except FileExistsError as exc:
         print(f"flexmg train: {exc}", file=sys.stderr)
         return 2
-    keys = ("eval_start", "eval_end", "updates", "wall_seconds", "run_dir")
+    keys = ("eval_start", "eval_end", "correct_start", "correct_end", "format_start",
+            "format_end", "eval_prompts", "updates", "wall_seconds", "run_dir")  # fmt: skip
     print(json.dumps({k: summary.get(k) for k in keys}, indent=2))
     return 0
 
@@ -181,8 +202,9 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate a run's checkpoint on an env and print/write the results."""
     from flexmg.agents.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+    from flexmg.agents.evaluation import evaluate_policy
     from flexmg.agents.policy import PolicyConfig, TeamPolicy
-    from flexmg.agents.trainer import atomic_write_text, env_roles, evaluate_policy
+    from flexmg.agents.trainer import atomic_write_text, env_roles
 
     run = Path(args.run)
     try:

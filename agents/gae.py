@@ -153,6 +153,7 @@ def assign_advantages(
     lam: float = 0.95,
     token_gamma: float = 1.0,
     token_lam: float = 1.0,
+    truncation_penalty: float = 0.0,
 ) -> None:
     """Fill ``advantage``/``ret`` (and the token versions) of every sample in place.
 
@@ -163,6 +164,8 @@ def assign_advantages(
             whom, with which reward): MARFT chains all agents in graph order,
             IPPO keeps one chain per role.
         level: ``"action"`` (APPO) or ``"token"`` (TPPO).
+        truncation_penalty: subtracted from the reward of every turn whose
+            action was cut at ``max_new_tokens`` (``sample.truncated``).
 
     Every sample must belong to exactly one chain.
     """
@@ -178,6 +181,11 @@ def assign_advantages(
             for i in indices:
                 seen[i] += 1
             steps = [episode[i] for i in indices]
+            if truncation_penalty:
+                rewards = [
+                    float(r) - truncation_penalty * bool(getattr(s, "truncated", False))
+                    for r, s in zip(rewards, steps, strict=True)
+                ]
             if level == "action":
                 adv, ret = gae_chain(rewards, [s.old_value for s in steps], gamma, lam)
                 for s, a, r in zip(steps, adv, ret, strict=True):

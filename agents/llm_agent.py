@@ -20,7 +20,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,6 +158,57 @@ def render_prompt(obs: Mapping[str, Any], style: str, tokenizer: Any = None) -> 
             chat_messages(obs), tokenize=False, add_generation_prompt=True
         )
     raise ValueError(f"unresolved prompt style {style!r}: expected compact, chat or plain")
+
+
+CUT_MARKER = "[... {n} characters of earlier context cut ...]"
+
+
+def fit_observation(
+    obs: Mapping[str, Any], fits: Callable[[Mapping[str, Any]], bool]
+) -> Mapping[str, Any]:
+    """Shorten ``obs`` until ``fits(obs)``: the oldest context goes first.
+
+    The role, its instructions and the task are kept. The context (the team's
+    transcript) loses its oldest characters, replaced by a visible marker, so
+    the cut sits in the middle of the prompt, between the task and the latest
+    messages. Only if the prompt still does not fit, the feedback, then the
+    middle of the task are cut too (each with a marker). Returns ``obs`` itself
+    when it fits.
+
+    >>> obs = {"task": "2+2?", "role": "solver", "context": "a" * 100 + "LATEST"}
+    >>> small = fit_observation(obs, lambda o: len(o["context"]) <= 60)
+    >>> small["context"].startswith("[... ") and small["context"].endswith("LATEST")
+    True
+    """
+    if fits(obs):
+        return obs
+    current = dict(obs)
+    for key, keep in (("context", "tail"), ("feedback", "head"), ("task", "middle")):
+        text = _field(current, key)
+        if not text:
+            continue
+        if not fits({**current, key: _shorten(text, 0, keep)}):
+            current[key] = _shorten(text, 0, keep)
+            continue
+        lo, hi = 0, len(text) - 1  # the longest kept length that fits, by bisection
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (
+                (mid, hi) if fits({**current, key: _shorten(text, mid, keep)}) else (lo, mid - 1)
+            )
+        return {**current, key: _shorten(text, lo, keep)}
+    return current
+
+
+def _shorten(text: str, kept: int, keep: str) -> str:
+    """``text`` cut to ``kept`` characters (its ``tail``, ``head`` or both ends) plus a marker."""
+    marker = CUT_MARKER.format(n=len(text) - kept)
+    if keep == "tail":
+        return marker + "\n" + text[len(text) - kept :] if kept else marker
+    if keep == "head":
+        return text[:kept] + "\n" + marker if kept else marker
+    half = kept // 2
+    return text[:half] + "\n" + marker + "\n" + text[len(text) - (kept - half) :]
 
 
 class LLMAgent:

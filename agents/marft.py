@@ -1,36 +1,20 @@
-"""The MARFT algorithm: credit chained through the agents in graph order, centralized critic.
+"""The learning algorithms the trainer knows: MARFT and IPPO (credit + critic layout).
 
-An :class:`Algorithm` is everything that distinguishes one multi-agent PPO
-variant from another in this package: how an episode's turns are chained for
-GAE (its *credit* function) and the critic layout passed to
-``PolicyConfig.critic``. The training loop (``agents/trainer.py``) and the PPO
-machinery (``agents/ppo.py``) are shared; IPPO (``flexmg.baselines.ippo``) is
-another :class:`Algorithm` plugged into the same trainer.
-
-MARFT credit (MARFT.md): all turns of an episode form one chain in graph order
-(agent 1..N of round 0, then round 1, ...); the team reward is given to the
-last agent of each round, earlier agents get 0 and bootstrap from their
-successor's value: ``delta_i = r_i + gamma V_{i+1} - V_i``.
+MARFT chains GAE through every agent in graph order with a centralized critic;
+IPPO keeps one chain and one value head per role. Both credit functions live
+side by side in :mod:`flexmg.agents.credit`; everything else (rollouts, the
+PPO update, checkpoints) is shared.
 
 Example:
-    >>> from types import SimpleNamespace as S
-    >>> ep = [S(team_reward=1.0, last_in_round=False), S(team_reward=1.0, last_in_round=True)]
-    >>> marft_credit(ep)
-    [([0, 1], [0.0, 1.0])]
-    >>> get_algorithm("marft").critic
-    'centralized'
+    >>> get_algorithm("marft").critic, get_algorithm("ippo").critic
+    ('centralized', 'per_role')
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from flexmg.agents.gae import Chain
-
-CreditFn = Callable[[Sequence[Any]], list[Chain]]
+from flexmg.agents.credit import CreditFn, ippo_credit, marft_credit
 
 
 @dataclass(frozen=True)
@@ -50,12 +34,6 @@ class Algorithm:
     description: str = ""
 
 
-def marft_credit(episode: Sequence[Any]) -> list[Chain]:
-    """One chain through every turn in graph order; team reward on each round's last agent."""
-    rewards = [float(s.team_reward) if s.last_in_round else 0.0 for s in episode]
-    return [(list(range(len(episode))), rewards)]
-
-
 MARFT = Algorithm(
     name="marft",
     credit=marft_credit,
@@ -63,10 +41,14 @@ MARFT = Algorithm(
     description="MARFT: GAE chained through agents in graph order, centralized critic",
 )
 
-# name -> "module:attribute" for algorithms living outside this module (imported lazily,
-# so flexmg.agents does not import flexmg.baselines at import time).
-_EXTERNAL = {"ippo": "flexmg.baselines.ippo:IPPO"}
-_REGISTRY: dict[str, Algorithm] = {"marft": MARFT}
+IPPO = Algorithm(
+    name="ippo",
+    credit=ippo_credit,
+    critic="per_role",
+    description="IPPO: independent per-role GAE and per-role value heads",
+)
+
+_REGISTRY: dict[str, Algorithm] = {"marft": MARFT, "ippo": IPPO}
 
 
 def register_algorithm(algo: Algorithm) -> None:
@@ -78,14 +60,15 @@ def register_algorithm(algo: Algorithm) -> None:
 
 def algorithm_names() -> list[str]:
     """All known algorithm names."""
-    return sorted(set(_REGISTRY) | set(_EXTERNAL))
+    return sorted(_REGISTRY)
 
 
 def get_algorithm(name: str) -> Algorithm:
     """Look up an algorithm by name (``"marft"``, ``"ippo"``, or a registered one)."""
-    if name not in _REGISTRY and name in _EXTERNAL:
-        module, attr = _EXTERNAL[name].split(":")
-        register_algorithm(getattr(importlib.import_module(module), attr))
     if name not in _REGISTRY:
         raise ValueError(f"unknown algorithm {name!r}; choose one of {algorithm_names()}")
     return _REGISTRY[name]
+
+
+__all__ = ["IPPO", "MARFT", "Algorithm", "algorithm_names", "get_algorithm", "marft_credit",
+           "register_algorithm"]  # fmt: skip

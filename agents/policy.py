@@ -7,37 +7,51 @@
   with adapters disabled (``model.disable_adapter()``): centralized (one head
   ``"team"``, MARFT) or one head per role (IPPO). The KL reference model is the
   same base with adapters disabled. No second copy of the base exists.
-* ``act`` generates a batch with the KV cache (left-padded prompts) and returns
-  the behaviour log-probs and values; ``evaluate`` recomputes log-probs,
-  entropies and values for stored actions in one masked batched forward.
+* ``act`` samples a batch with flexmg's own KV-cached loop
+  (:mod:`flexmg.agents.sampling`: nothing inherited from the model's
+  generation config), then scores it once: the learner's log-probs (PPO's old
+  log-probs), the critic's values, and the sampler's own log-probs to check
+  that both agree. ``evaluate`` recomputes log-probs, entropies and values of
+  stored actions with gradients for the update.
+* Log-probs come from the final hidden states through the output layer in
+  chunks of positions, never as a full ``[B, T, vocabulary]`` float32 tensor;
+  ``micro_batch`` bounds the rows per forward pass.
 
 Layout of a batch in ``evaluate``: ``[left pad | prompt | action | right pad]``
 with position ids ``cumsum(mask) - 1``. Action token ``k`` of every row sits at
-column ``P + k`` (``P`` = longest prompt), so its log-prob comes from the logits
-at column ``P - 1 + k`` and its token-level value from the hidden state there;
-the action-level value is read at column ``P - 1`` (the last prompt token).
-Actions exclude the EOS token, so an immediate EOS is an empty action.
+column ``P + k`` (``P`` = longest prompt), so its log-prob comes from the hidden
+state at column ``P - 1 + k``, as does its token-level value; the action-level
+value is read at column ``P - 1`` (the last prompt token). An action keeps its
+stop token (EOS or the chat template's turn end), so stopping is learned.
 
 Example:
     >>> from flexmg.agents.policy import PolicyConfig, TeamPolicy
     >>> policy = TeamPolicy(["solver", "verifier"], PolicyConfig(max_new_tokens=12))
     >>> batch = policy.act("solver", [{"task": "What is 7 + 5?", "role": "solver"}])
     >>> ev = policy.evaluate("solver", batch.prompt_ids, batch.action_ids)
-    >>> bool(torch.allclose(ev.action_logprob, batch.logprobs, atol=1e-4))
+    >>> old = torch.tensor(batch.token_logprobs[0])
+    >>> bool(torch.allclose(ev.token_logprobs[0, : len(old)], old, atol=1e-4))
     True
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from flexmg.agents.critic import build_value_heads
-from flexmg.agents.llm_agent import render_prompt, resolve_prompt_style
+from flexmg.agents.llm_agent import fit_observation, render_prompt, resolve_prompt_style
+from flexmg.agents.sampling import (
+    SamplingConfig,
+    sample_actions,
+    stop_token_ids,
+    token_logprobs,
+)
 from torch import nn
 
 STATE_FORMAT = "flexmg.team_policy.v1"
@@ -55,12 +69,36 @@ _DTYPES = {
 class PolicyConfig:
     """Settings of a :class:`TeamPolicy` (defaults: the tiny model on CPU).
 
-    ``prompt_style`` (an addition to the shared contract): ``"auto"`` uses the
-    compact format for the tiny model, the chat template when the tokenizer has
-    one, and the plain role-prompt format otherwise.
+    Attributes:
+        model: ``"tiny"`` (the shipped model), a local folder, or a cached HF model id.
+        share_parameters: one LoRA adapter for all roles (MARFT with parameter sharing).
+        critic: ``"centralized"`` (one value head, MARFT) or ``"per_role"`` (IPPO).
+        lora_r: LoRA rank.
+        lora_alpha: LoRA scaling numerator.
+        lora_dropout: LoRA dropout. PPO always scores with dropout off (the
+            ratio must compare one function), so it only matters for other uses
+            of the saved adapters.
+        lora_target_modules: module names to adapt; None: peft's default for the
+            model family (``q_proj``/``v_proj`` for Qwen2 and Llama, ``c_attn``
+            for GPT-2, ``query_key_value`` for GPT-NeoX).
+        max_new_tokens: tokens per action, the stop token included.
+        temperature: sampling temperature of rollouts (the learner uses the same).
+        top_k: top-k truncation of rollouts (0: off, the default; see ``docs/marft.md``).
+        top_p: nucleus truncation of rollouts (1.0: off, the default).
+        max_prompt_tokens: longer prompts lose their oldest context first
+            (:func:`~flexmg.agents.llm_agent.fit_observation`).
+        logprob_reduction: an action's log-prob is the ``"sum"`` or ``"mean"`` of its tokens'.
+        critic_hidden: hidden widths of the value-head MLP.
+        micro_batch: rows per forward pass when scoring and updating (0: all at
+            once); results equal the unbatched computation.
+        device: ``"auto"`` (cuda when available), ``"cpu"``, ``"cuda:1"``, ...
+        dtype: ``"auto"`` (bf16 on a CUDA device that has it, else fp32) or a dtype name.
+        gradient_checkpointing: recompute the base's activations in the backward pass.
+        seed: seed of the adapters' and value heads' initialization.
+        prompt_style: ``"auto"``, ``"compact"`` (tiny model), ``"chat"`` or ``"plain"``.
 
-    >>> PolicyConfig(lora_r=4).lora_target_modules
-    ['q_proj', 'v_proj']
+    >>> PolicyConfig(lora_r=4).sampling
+    SamplingConfig(temperature=1.0, top_k=0, top_p=1.0)
     """
 
     model: str = "tiny"
@@ -72,11 +110,12 @@ class PolicyConfig:
     lora_target_modules: list[str] | None = None
     max_new_tokens: int = 16
     temperature: float = 1.0
-    top_k: int = 50
+    top_k: int = 0
     top_p: float = 1.0
     max_prompt_tokens: int = 1024
     logprob_reduction: str = "sum"
     critic_hidden: tuple[int, ...] = (1024, 512)
+    micro_batch: int = 0
     device: str = "auto"
     dtype: str = "auto"
     gradient_checkpointing: bool = False
@@ -84,9 +123,8 @@ class PolicyConfig:
     prompt_style: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.lora_target_modules is None:
-            self.lora_target_modules = ["q_proj", "v_proj"]
-        self.lora_target_modules = list(self.lora_target_modules)
+        if self.lora_target_modules is not None:
+            self.lora_target_modules = list(self.lora_target_modules)
         self.critic_hidden = tuple(int(h) for h in self.critic_hidden)
         checks = [
             (isinstance(self.model, str) and bool(self.model), "model must be a non-empty str"),
@@ -94,12 +132,11 @@ class PolicyConfig:
             (self.logprob_reduction in ("sum", "mean"), "logprob_reduction must be 'sum' or 'mean'"),
             (self.lora_r > 0 and self.lora_alpha > 0, "lora_r and lora_alpha must be positive"),
             (0.0 <= self.lora_dropout < 1.0, "lora_dropout must be in [0, 1)"),
-            (len(self.lora_target_modules) > 0, "lora_target_modules must not be empty"),
+            (self.lora_target_modules is None or len(self.lora_target_modules) > 0,
+             "lora_target_modules must be None (the family's default) or a non-empty list"),
             (self.max_new_tokens >= 1, "max_new_tokens must be >= 1"),
-            (self.temperature > 0, "temperature must be > 0 (use act(greedy=True) for argmax)"),
-            (self.top_k >= 0, "top_k must be >= 0 (0 disables top-k)"),
-            (0.0 < self.top_p <= 1.0, "top_p must be in (0, 1]"),
-            (self.max_prompt_tokens >= 1, "max_prompt_tokens must be >= 1"),
+            (self.max_prompt_tokens >= 8, "max_prompt_tokens must be >= 8"),
+            (self.micro_batch >= 0, "micro_batch must be >= 0 (0: the whole batch at once)"),
             (self.dtype == "auto" or self.dtype in _DTYPES, f"dtype must be 'auto' or one of {sorted(_DTYPES)}"),
             (self.prompt_style in ("auto", "compact", "chat", "plain"),
              "prompt_style must be 'auto', 'compact', 'chat' or 'plain'"),
@@ -107,6 +144,15 @@ class PolicyConfig:
         for ok, message in checks:
             if not ok:
                 raise ValueError(f"PolicyConfig: {message} (got {self!r})")
+        try:
+            self.sampling  # noqa: B018 - validates temperature, top_k, top_p
+        except ValueError as exc:
+            raise ValueError(f"PolicyConfig: {exc} (got {self!r})") from exc
+
+    @property
+    def sampling(self) -> SamplingConfig:
+        """The rollout sampling distribution (also the learner's)."""
+        return SamplingConfig(self.temperature, self.top_k, self.top_p)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (for run configs and checkpoints)."""
@@ -117,26 +163,46 @@ class PolicyConfig:
 
 @dataclass
 class ActionBatch:
-    """What :meth:`TeamPolicy.act` returns for one role's batch (see module docstring)."""
+    """What :meth:`TeamPolicy.act` returns for one role's batch, one entry per observation.
+
+    Attributes:
+        texts: the decoded actions (stop token removed).
+        prompt_ids, action_ids: token ids (the action keeps its stop token).
+        truncated: the action hit ``max_new_tokens`` before a stop token.
+        sampler_logprobs: per token, the log-prob the sampler drew it with.
+        token_logprobs: per token, the learner's log-prob (PPO's old log-prob).
+        values: the critic's action-level value.
+        token_values: per token, the critic's token-level value.
+        ref_token_logprobs: per token, the base model's log-prob (when the
+            policy's ``score_reference`` is on), else None.
+
+    With ``greedy=True`` nothing is scored: the last five are empty.
+    """
 
     texts: list[str]
     prompt_ids: list[list[int]]
     action_ids: list[list[int]]
-    logprobs: torch.Tensor
-    values: torch.Tensor
-    token_values: list[torch.Tensor] = field(default_factory=list)
+    truncated: list[bool]
+    sampler_logprobs: list[list[float]]
+    token_logprobs: list[list[float]]
+    values: list[float]
+    token_values: list[list[float]]
+    ref_token_logprobs: list[list[float]] | None = None
 
 
 @dataclass
 class Evaluation:
-    """What :meth:`TeamPolicy.evaluate` returns; ``[B, T]`` tensors, T = longest action."""
+    """What :meth:`TeamPolicy.evaluate` returns; ``[B, T]`` tensors, T = longest action.
+
+    ``entropy``, ``token_values`` and ``ref_token_logprobs`` are None when not asked for.
+    """
 
     token_logprobs: torch.Tensor
     mask: torch.Tensor
-    entropy: torch.Tensor
     action_logprob: torch.Tensor
     values: torch.Tensor
-    token_values: torch.Tensor
+    entropy: torch.Tensor | None = None
+    token_values: torch.Tensor | None = None
     ref_token_logprobs: torch.Tensor | None = None
 
 
@@ -168,6 +234,32 @@ def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     if device.type == "cuda" and torch.cuda.is_bf16_supported():
         return torch.bfloat16
     return torch.float32
+
+
+_FAMILY_TARGETS = {
+    "qwen2": ["q_proj", "v_proj"], "llama": ["q_proj", "v_proj"], "mistral": ["q_proj", "v_proj"],
+    "gpt2": ["c_attn"], "gpt_neox": ["query_key_value"],
+}  # fmt: skip
+
+
+def lora_targets(base: Any, configured: Sequence[str] | None) -> list[str]:
+    """The LoRA target modules: as configured, else peft's default for the model family."""
+    if configured:
+        return list(configured)
+    model_type = str(getattr(base.config, "model_type", ""))
+    try:
+        from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+
+        targets = TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING.get(model_type)
+    except ImportError:  # an older or newer peft without the table: ours covers the usual ones
+        targets = None
+    targets = targets or _FAMILY_TARGETS.get(model_type)
+    if not targets:
+        raise ValueError(
+            f"no default LoRA target modules for model type {model_type!r}; set "
+            "PolicyConfig.lora_target_modules (--lora-target-modules) to its attention layers"
+        )
+    return list(targets)
 
 
 def _safe_name(role: str) -> str:
@@ -255,10 +347,11 @@ class TeamPolicy(nn.Module):
         base, self.tokenizer = _load_base(config, self.device, self.dtype)
         for p in base.parameters():
             p.requires_grad_(False)
-        if config.gradient_checkpointing:
-            base.gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={"use_reentrant": False}
-            )
+        if config.gradient_checkpointing:  # renamed in transformers 5.2x; same function
+            if hasattr(base, "activation_checkpointing_enable"):
+                base.activation_checkpointing_enable({"use_reentrant": False})
+            else:
+                base.gradient_checkpointing_enable({"use_reentrant": False})
         self.prompt_style = resolve_prompt_style(
             config.prompt_style, self.tokenizer, is_tiny=config.model == "tiny"
         )
@@ -275,7 +368,7 @@ class TeamPolicy(nn.Module):
             r=config.lora_r,
             lora_alpha=config.lora_alpha,
             lora_dropout=config.lora_dropout,
-            target_modules=list(config.lora_target_modules or []),
+            target_modules=lora_targets(base, config.lora_target_modules),
             bias="none",
             task_type="CAUSAL_LM",
         )
@@ -285,7 +378,7 @@ class TeamPolicy(nn.Module):
                 model = get_peft_model(base, lora, adapter_name=adapters[0])
             except ValueError as exc:
                 raise ValueError(
-                    f"LoRA target modules {config.lora_target_modules} not found in "
+                    f"LoRA target modules {lora.target_modules} not found in "
                     f"{config.model!r}; set PolicyConfig.lora_target_modules to names of its "
                     f"linear layers. Cause: {exc}"
                 ) from exc
@@ -308,9 +401,21 @@ class TeamPolicy(nn.Module):
             self._lora_params[owner].append((pname, p))
         self._active: str | None = None
         self._activate_adapter(adapters[0])
-        # Eval mode by default (no dropout: act() and evaluate() agree exactly); call
-        # .train() to enable LoRA dropout in evaluate() when lora_dropout > 0.
+        self._vocab = int(model.get_input_embeddings().num_embeddings)
+        self.stop_ids = [i for i in stop_token_ids(base, self.tokenizer) if i < self._vocab]
+        if not self.stop_ids:
+            raise ValueError(f"{config.model!r}: neither the model nor the tokenizer has an EOS id")
+        self._stop_set = set(self.stop_ids)
+        self.score_reference = (
+            False  # act() also scores the base model (a KL penalty's learner sets it)
+        )
         self.eval()
+        self._check_output_head()
+
+    @property
+    def _head(self) -> nn.Module:
+        """The output layer (final hidden state -> logits)."""
+        return self.model.get_output_embeddings()
 
     # ------------------------------------------------------------------ names
     @staticmethod
@@ -335,11 +440,23 @@ class TeamPolicy(nn.Module):
         if self._active != adapter:
             self.model.set_adapter(adapter)
             self._active = adapter
-            # peft freezes inactive adapters in set_adapter; keep every LoRA param trainable
-            # so optimizers built once from policy_parameters() stay valid.
-            for params in self._lora_params.values():
-                for _, p in params:
-                    p.requires_grad_(True)
+            self._keep_adapters_trainable()
+
+    def _keep_adapters_trainable(self) -> None:
+        # peft freezes inactive adapters (set_adapter, disable_adapter); keep every LoRA
+        # param trainable so optimizers built once from policy_parameters() stay valid.
+        for params in self._lora_params.values():
+            for _, p in params:
+                p.requires_grad_(True)
+
+    @contextlib.contextmanager
+    def _base_only(self) -> Iterator[None]:
+        """The base model, adapters disabled (critic features, KL reference), no gradients."""
+        try:
+            with torch.no_grad(), self.model.disable_adapter(), self._scoring_mode():
+                yield
+        finally:
+            self._keep_adapters_trainable()
 
     # ---------------------------------------------------------------- params
     def policy_parameters(self, role: str) -> list[nn.Parameter]:
@@ -360,10 +477,7 @@ class TeamPolicy(nn.Module):
         return render_prompt(obs, self.prompt_style, self.tokenizer)
 
     def encode_prompt(self, prompt: str) -> list[int]:
-        """Token ids of a prompt (BOS first for the tiny model), cut to ``max_prompt_tokens``.
-
-        Over-long prompts keep their end (the role tag and latest context).
-        """
+        """Token ids of a rendered prompt (BOS first for the tiny model), not cut."""
         tok = self.tokenizer
         # Lone surrogates (hostile text) would crash the Rust tokenizer: replace them.
         prompt = prompt.encode("utf-8", "replace").decode("utf-8")
@@ -373,7 +487,30 @@ class TeamPolicy(nn.Module):
             ids = tok(prompt, add_special_tokens=self.prompt_style == "plain")["input_ids"]
         if not ids:
             ids = [tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id]
-        return ids[-self.config.max_prompt_tokens :]
+        return list(ids)
+
+    def prompt_ids(self, obs: Mapping[str, Any]) -> list[int]:
+        """Token ids of ``obs``'s prompt, at most ``max_prompt_tokens`` of them.
+
+        An over-long prompt keeps its system prompt, role instructions and task:
+        the oldest context is cut, with a visible marker, in the middle of the
+        prompt (:func:`~flexmg.agents.llm_agent.fit_observation`). Should even
+        that not fit, the ids keep their head and their end.
+        """
+        limit = self.config.max_prompt_tokens
+        cache: dict[str, list[int]] = {}
+
+        def ids_of(o: Mapping[str, Any]) -> list[int]:
+            text = self.build_prompt(o)
+            if text not in cache:
+                cache[text] = self.encode_prompt(text)
+            return cache[text]
+
+        ids = ids_of(fit_observation(obs, lambda o: len(ids_of(o)) <= limit))
+        if len(ids) > limit:
+            tail = min(64, limit // 4)
+            ids = ids[: limit - tail] + ids[len(ids) - tail :]
+        return ids
 
     # ------------------------------------------------------------------- act
     def _pad_left(self, seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -392,113 +529,168 @@ class TeamPolicy(nn.Module):
     ) -> ActionBatch:
         """Generate one action per observation with ``role``'s adapter (KV cache, batched).
 
-        Returns the decoded texts, unpadded prompt/action ids, the action
-        log-probs under the sampling policy (temperature-scaled, same numbers
-        :meth:`evaluate` gives) and the critic's action- and token-level values.
+        Sampling uses :attr:`PolicyConfig.sampling` only (greedy: the argmax of
+        the raw logits). The sampled batch is then scored once, micro-batched:
+        the learner's log-probs and the critic's values, which PPO uses as its
+        old log-probs and values (the policy does not change until the update).
         """
         self._check_role(role)
         if isinstance(observations, Mapping):
             raise TypeError("act() expects a list of observation dicts, got a single dict")
-        prompt_ids = [self.encode_prompt(self.build_prompt(o)) for o in observations]
+        prompt_ids = [self.prompt_ids(o) for o in observations]
         if not prompt_ids:
-            empty = torch.zeros(0, device=self.device)
-            return ActionBatch([], [], [], empty, empty.clone(), [])
-        action_ids = self._generate(role, prompt_ids, greedy)
-        was_training = self.training
-        if was_training:
-            self.eval()
-        try:
-            ev = self._evaluate(role, prompt_ids, action_ids, with_ref=False, value_grad=False)
-        finally:
-            if was_training:
-                self.train(True)
-        lengths = [len(a) for a in action_ids]
-        token_values = [ev.token_values[i, :n].clone() for i, n in enumerate(lengths)]
-        texts = [self.tokenizer.decode(a, skip_special_tokens=True) for a in action_ids]
-        return ActionBatch(
-            texts, prompt_ids, action_ids, ev.action_logprob, ev.values, token_values
-        )
-
-    def _generate(self, role: str, prompt_ids: list[list[int]], greedy: bool) -> list[list[int]]:
-        from transformers import GenerationConfig
-
-        cfg = self.config
-        tok = self.tokenizer
+            return ActionBatch([], [], [], [], [], [], [], [], None)
         input_ids, attention_mask = self._pad_left(prompt_ids)
-        sampling = (
-            {}
-            if greedy
-            else {"temperature": cfg.temperature, "top_k": cfg.top_k, "top_p": cfg.top_p}
-        )
-        gen_cfg = GenerationConfig(
-            do_sample=not greedy,
-            max_new_tokens=cfg.max_new_tokens,
-            pad_token_id=tok.pad_token_id,
-            eos_token_id=tok.eos_token_id,
-            bos_token_id=tok.bos_token_id,
-            use_cache=True,
-            **sampling,
-        )
         self._activate_adapter(self.adapter_name(role))
-        was_training = self.model.training
-        if was_training:
-            self.model.eval()
-        try:
-            out = self.model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, generation_config=gen_cfg
-            )
-        finally:
-            if was_training:
-                self.model.train(True)
-        new = out[:, input_ids.shape[1] :].tolist()
-        stop = {tok.eos_token_id, tok.pad_token_id}
-        actions = []
-        for row in new:
-            cut = next((k for k, t in enumerate(row) if t in stop), len(row))
-            actions.append(row[:cut])
-        return actions
+        with self._scoring_mode():
+            sampled = sample_actions(
+                self.model, input_ids, attention_mask, self.config.sampling,
+                self.config.max_new_tokens, self.stop_ids, self.tokenizer.pad_token_id,
+                greedy=greedy,
+            )  # fmt: skip
+        actions = sampled.action_ids
+        texts = [
+            self.tokenizer.decode(a[:-1] if a and a[-1] in self._stop_set else a,
+                                  skip_special_tokens=True)
+            for a in actions
+        ]  # fmt: skip
+        if greedy:
+            n = len(actions)
+            return ActionBatch(texts, prompt_ids, actions, sampled.truncated,
+                               [[] for _ in range(n)], [[] for _ in range(n)], [0.0] * n,
+                               [[] for _ in range(n)], None)  # fmt: skip
+        scores = self.score(role, prompt_ids, actions, with_ref=self.score_reference)
+        return ActionBatch(
+            texts, prompt_ids, actions, sampled.truncated, sampled.sampler_logprobs, *scores
+        )
 
-    # --------------------------------------------------------------- evaluate
-    def evaluate(
+    @torch.no_grad()
+    def score(
         self,
         role: str,
         prompt_ids: Sequence[Sequence[int]],
         action_ids: Sequence[Sequence[int]],
         with_ref: bool = False,
-    ) -> Evaluation:
-        """Log-probs, entropies and values of stored actions in one batched forward.
+    ) -> tuple[list[list[float]], list[float], list[list[float]], list[list[float]] | None]:
+        """No-grad learner log-probs and values of stored actions, ``micro_batch`` rows at a time.
 
-        Gradients flow to ``role``'s LoRA adapter (through ``token_logprobs``,
-        ``entropy``, ``action_logprob``) and to the value head (through
-        ``values`` and ``token_values``); the base model stays frozen.
-        ``ref_token_logprobs`` (base model, adapters disabled) when ``with_ref``.
+        Returns per row ``(token_logprobs, value, token_values, ref_token_logprobs or None)``.
+        Rows are grouped by length so that little padding is computed.
         """
-        self._check_role(role)
-        return self._evaluate(role, prompt_ids, action_ids, with_ref=with_ref, value_grad=True)
+        n = len(prompt_ids)
+        order = sorted(range(n), key=lambda i: (len(prompt_ids[i]), len(action_ids[i])))
+        size = self.config.micro_batch or max(n, 1)
+        tok_lp: list[list[float]] = [[] for _ in range(n)]
+        values = [0.0] * n
+        tok_v: list[list[float]] = [[] for _ in range(n)]
+        ref: list[list[float]] = [[] for _ in range(n)]
+        for start in range(0, n, size):
+            rows = order[start : start + size]
+            ev = self.evaluate(
+                role, [prompt_ids[i] for i in rows], [action_ids[i] for i in rows],
+                with_entropy=False, with_ref=with_ref, token_values=True,
+            )  # fmt: skip
+            lp, tv = ev.token_logprobs.float().cpu(), ev.token_values.float().cpu()
+            vals = ev.values.float().cpu().tolist()
+            rf = ev.ref_token_logprobs.float().cpu() if ev.ref_token_logprobs is not None else None
+            for j, i in enumerate(rows):
+                k = len(action_ids[i])
+                tok_lp[i], values[i], tok_v[i] = lp[j, :k].tolist(), vals[j], tv[j, :k].tolist()
+                if rf is not None:
+                    ref[i] = rf[j, :k].tolist()
+        return tok_lp, values, tok_v, (ref if with_ref else None)
 
-    def _evaluate(
+    # --------------------------------------------------------------- evaluate
+    @contextlib.contextmanager
+    def _scoring_mode(self) -> Iterator[None]:
+        """Run the model with every dropout off (train mode only for gradient checkpointing).
+
+        PPO's ratio compares the rollout's log-probs with the update's, so both
+        must come from the same function: LoRA dropout would make them differ.
+        """
+        was_training = self.model.training
+        self.model.train(self.config.gradient_checkpointing and torch.is_grad_enabled())
+        for module in self.model.modules():
+            if isinstance(module, nn.Dropout):
+                module.eval()
+        try:
+            yield
+        finally:
+            self.model.train(was_training)
+
+    def evaluate(
         self,
         role: str,
         prompt_ids: Sequence[Sequence[int]],
         action_ids: Sequence[Sequence[int]],
-        with_ref: bool,
-        value_grad: bool,
+        with_entropy: bool = True,
+        with_ref: bool = False,
+        token_values: bool = True,
     ) -> Evaluation:
+        """Log-probs (and entropies) of stored actions and the critic's values, one batch.
+
+        Gradients flow to ``role``'s LoRA adapter (through ``token_logprobs``,
+        ``entropy``, ``action_logprob``) and to the value head (through
+        ``values`` and ``token_values``); the base model stays frozen. Log-probs
+        are those of the sampling distribution (:attr:`PolicyConfig.sampling`),
+        computed in chunks; ``entropy`` only when ``with_entropy``,
+        ``token_values`` only when asked, ``ref_token_logprobs`` (the base model,
+        adapters disabled) when ``with_ref``.
+        """
+        self._check_role(role)
         if len(prompt_ids) != len(action_ids):
             raise ValueError(
                 f"prompt_ids and action_ids must have the same length, got "
                 f"{len(prompt_ids)} and {len(action_ids)}"
             )
         if any(len(p) == 0 for p in prompt_ids):
-            raise ValueError("every prompt needs at least one token (use encode_prompt())")
+            raise ValueError("every prompt needs at least one token (use prompt_ids())")
         b = len(prompt_ids)
         if b == 0:
             z = torch.zeros(0, 0, device=self.device)
-            return Evaluation(z, z, z, z[:, 0], z[:, 0], z, z if with_ref else None)
+            return Evaluation(z, z, z[:, 0], z[:, 0], z, z, z if with_ref else None)
+        ids, attn, p_len = self._layout(prompt_ids, action_ids)
+        t_len = ids.shape[1] - p_len
+        positions = (attn.cumsum(-1) - 1).clamp(min=0)
+        mask = attn[:, p_len:].to(torch.float32)
+        targets = ids[:, p_len:]
+        cfg = self.config.sampling
+
+        # Actor: role's adapter active, gradients to LoRA; only final hidden states kept.
+        self._activate_adapter(self.adapter_name(role))
+        with self._scoring_mode():
+            hidden = self._final_hidden(ids, attn, positions)[:, p_len - 1 : p_len - 1 + t_len]
+            token_lp, entropy = token_logprobs(
+                hidden, self._head, targets, mask, cfg, with_entropy, vocab_size=self._vocab
+            )
+        action_logprob = token_lp.sum(-1)
+        if self.config.logprob_reduction == "mean":
+            action_logprob = action_logprob / mask.sum(-1).clamp(min=1.0)
+
+        # Critic (and reference): the same base with adapters disabled, features under no_grad.
+        with self._base_only():
+            base_hidden = self._final_hidden(ids, attn, positions)
+            ref = None
+            if with_ref:
+                ref, _ = token_logprobs(
+                    base_hidden[:, p_len - 1 : p_len - 1 + t_len], self._head, targets, mask,
+                    cfg, vocab_size=self._vocab,
+                )  # fmt: skip
+            width = max(t_len, 1) if token_values else 1
+            feats = base_hidden[:, p_len - 1 : p_len - 1 + width].float()
+        head = self.value_heads[self._head_key(self.critic_name(role))]
+        vals = head(feats)
+        tv = vals[:, :t_len] * mask if token_values else None
+        return Evaluation(token_lp, mask, action_logprob, vals[:, 0], entropy, tv, ref)
+
+    def _layout(
+        self, prompt_ids: Sequence[Sequence[int]], action_ids: Sequence[Sequence[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """``[left pad | prompt | action | right pad]`` ids and mask on the device, and P."""
+        b = len(prompt_ids)
         p_len = max(len(p) for p in prompt_ids)
         t_len = max(len(a) for a in action_ids)
-        pad = self.tokenizer.pad_token_id
-        ids = torch.full((b, p_len + t_len), pad, dtype=torch.long)
+        ids = torch.full((b, p_len + t_len), self.tokenizer.pad_token_id, dtype=torch.long)
         attn = torch.zeros((b, p_len + t_len), dtype=torch.long)
         for i, (p, a) in enumerate(zip(prompt_ids, action_ids, strict=True)):
             ids[i, p_len - len(p) : p_len] = torch.as_tensor(list(p), dtype=torch.long)
@@ -506,69 +698,37 @@ class TeamPolicy(nn.Module):
             if len(a):
                 ids[i, p_len : p_len + len(a)] = torch.as_tensor(list(a), dtype=torch.long)
                 attn[i, p_len : p_len + len(a)] = 1
-        vocab = int(self.model.get_input_embeddings().num_embeddings)
-        if bool(((ids < 0) | (ids >= vocab)).any()):
-            raise ValueError(f"token ids must be in [0, {vocab}) for {self.config.model!r}")
-        ids, attn = ids.to(self.device), attn.to(self.device)
-        positions = (attn.cumsum(-1) - 1).clamp(min=0)
-        mask = attn[:, p_len:].to(torch.float32)
-        targets = ids[:, p_len:]
-        keep = t_len + 1  # logits at columns P-1 .. P+T-1; the last one predicts nothing
+        if bool(((ids < 0) | (ids >= self._vocab)).any()):
+            raise ValueError(f"token ids must be in [0, {self._vocab}) for {self.config.model!r}")
+        return ids.to(self.device), attn.to(self.device), p_len
 
-        # Actor: role's adapter active, gradients to LoRA.
-        self._activate_adapter(self.adapter_name(role))
-        actor_training = self.training or self.config.gradient_checkpointing
-        was_training = self.model.training
-        if was_training != actor_training:
-            self.model.train(actor_training)
-        try:
-            logits = self.model(
-                input_ids=ids, attention_mask=attn, position_ids=positions,
-                logits_to_keep=keep, use_cache=False,
-            ).logits[:, :t_len]  # fmt: skip
-        finally:
-            if was_training != actor_training:
-                self.model.train(was_training)
-        token_logprobs, entropy = self._logprobs(logits, targets, with_entropy=True)
-        token_logprobs = token_logprobs * mask
-        entropy = entropy * mask
-        action_logprob = token_logprobs.sum(-1)
-        if self.config.logprob_reduction == "mean":
-            action_logprob = action_logprob / mask.sum(-1).clamp(min=1.0)
+    def _final_hidden(
+        self, ids: torch.Tensor, attn: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor:
+        """The last layer's (normalised) hidden states; logits only for one position."""
+        out = self.model(
+            input_ids=ids, attention_mask=attn, position_ids=positions,
+            logits_to_keep=1, use_cache=False, output_hidden_states=True,
+        )  # fmt: skip
+        return out.hidden_states[-1]
 
-        # Critic (and reference): the same base with adapters disabled, features under no_grad.
-        with torch.no_grad(), self.model.disable_adapter():
-            was_training = self.model.training
-            if was_training:
-                self.model.eval()
-            try:
-                out = self.model(
-                    input_ids=ids, attention_mask=attn, position_ids=positions,
-                    logits_to_keep=keep if with_ref else 1, use_cache=False,
-                    output_hidden_states=True,
-                )  # fmt: skip
-            finally:
-                if was_training:
-                    self.model.train(True)
-            feats = out.hidden_states[-1][:, p_len - 1 : p_len - 1 + max(t_len, 1)]
-            ref = None
-            if with_ref:
-                ref, _ = self._logprobs(out.logits[:, :t_len], targets, with_entropy=False)
-                ref = ref * mask
-        head = self.value_heads[self._head_key(self.critic_name(role))]
-        with torch.set_grad_enabled(value_grad and torch.is_grad_enabled()):
-            vals = head(feats.float().detach())
-        values = vals[:, 0]
-        token_values = vals[:, :t_len] * mask
-        return Evaluation(token_logprobs, mask, entropy, action_logprob, values, token_values, ref)
+    def _check_output_head(self) -> None:
+        """Refuse a model whose logits are not ``output_layer(last hidden state)``.
 
-    def _logprobs(
-        self, logits: torch.Tensor, targets: torch.Tensor, with_entropy: bool
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        logp = torch.log_softmax(logits.float() / self.config.temperature, dim=-1)
-        taken = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-        ent = -(logp.exp() * logp).sum(-1) if with_entropy else None
-        return taken, ent
+        Chunked log-probs apply the output layer to the final hidden states; a
+        family that rescales or soft-caps logits after it would be trained on
+        another distribution than it samples from.
+        """
+        probe = torch.arange(min(4, self._vocab), device=self.device).unsqueeze(0)
+        with self._base_only():
+            out = self.model(input_ids=probe, output_hidden_states=True, use_cache=False)
+            direct = self._head(out.hidden_states[-1]).float()
+        if not torch.allclose(direct, out.logits.float(), atol=1e-3, rtol=1e-3):
+            raise ValueError(
+                f"{self.config.model!r}: the model's logits are not its output layer applied "
+                "to the last hidden state (logit scaling or soft-capping?); flexmg's chunked "
+                "log-probs would differ from its sampling, so this family is not supported"
+            )
 
     # ------------------------------------------------------------ state I/O
     def trainable_state(self) -> dict[str, Any]:

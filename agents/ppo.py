@@ -1,21 +1,26 @@
-"""The PPO machinery shared by MARFT and IPPO: losses, the update loop, the schedule.
+"""The PPO update shared by MARFT and IPPO, readable top to bottom.
 
-:class:`PPOLearner` owns the optimizers (one per LoRA adapter, one per value
-head, separate learning rates) and does, per training step:
+:meth:`PPOLearner.update` is the whole algorithm on one rollout, in order:
 
-1. :meth:`PPOLearner.prepare`: recompute the *old* log-probs and values of the
-   rollout under the current (pre-update) policy in batched no-grad passes,
-   then assign advantages with the algorithm's credit function
-   (``agents/gae.py``) and normalize them.
-2. :meth:`PPOLearner.update`: epochs x minibatches of clipped PPO with clipped
-   value loss, entropy bonus, optional KL penalty to the reference model (the
-   base with adapters disabled), gradient-norm clipping, target-KL early stop
-   (a role's policy step is skipped, and its policy frozen for the rest of the
-   update, once the approximate KL exceeds ``target_kl``), critic warm-up
-   (the first ``critic_warmup`` updates train only the critic) and
-   agent-by-agent training (``agent_interval = K``: only the policy of role
-   ``floor(update / K) mod N`` learns; ``K = 0``: all together). The critic
-   always learns from every role's samples.
+1. **rollout**: the batch comes from :func:`flexmg.agents.buffer.collect_rollout`;
+   every turn carries its tokens, the sampler's log-probs, and the *old*
+   log-probs and values from the rollout's own scoring pass (exact: the policy
+   does not change between rollout and update, and both passes run the same
+   function without dropout). ``recompute_old=True`` recomputes them instead.
+2. **sampler check**: ``sampler_kl``, the mean over sampled tokens of
+   ``log pi_sampler(a) - log pi_learner(a)``, ~0 when sampling = training.
+3. **credit**: the algorithm's credit function (:mod:`flexmg.agents.credit`)
+   turns each episode into chains (MARFT: through the agents; IPPO: per role).
+4. **GAE** along the chains (:mod:`flexmg.agents.gae`).
+5. **normalise** the advantages, unless every reward of the batch is equal:
+   then the advantages are critic noise and no actor step follows.
+6. **epochs x minibatches x roles x micro-batches**: clipped PPO (the ratio per
+   ``ratio``), clipped value loss, entropy bonus, optional KL penalty to the
+   base; gradients accumulate over micro-batches (same result as one batch).
+7. **step**: gradient-norm clip, one optimizer step per learning adapter and
+   per value head; a role whose approximate KL passed ``target_kl`` skips the
+   step and stops for the rest of the update. Critic warm-up and
+   agent-by-agent training decide which roles learn.
 
 Example:
     >>> import torch
@@ -30,11 +35,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from flexmg.agents.buffer import RolloutBatch, Sample
+from flexmg.agents.credit import CreditFn, rewards_are_flat
 from flexmg.agents.gae import Chain, assign_advantages
+
+RATIOS = ("token", "action_mean", "action_sum")
 
 
 def config_from_dict(cls: type, data: dict[str, Any]) -> Any:
@@ -48,9 +56,45 @@ def config_from_dict(cls: type, data: dict[str, Any]) -> Any:
 
 @dataclass
 class PPOConfig:
-    """PPO hyperparameters (defaults suit the tiny model; MARFT.md has the 7B ones)."""
+    """PPO hyperparameters (defaults suit the tiny model; MARFT.md has the 7B ones).
 
-    level: str = "action"  # "action" (APPO) | "token" (TPPO)
+    Attributes:
+        level: ``"action"`` (APPO: one advantage per action) or ``"token"`` (TPPO).
+        ratio: at ``level="action"``, how the importance ratio is formed:
+            ``"token"`` (default: each token's ratio clipped, with the action's
+            advantage; loss averaged over tokens), ``"action_mean"`` (one ratio
+            per action, exp of the mean token log-ratio) or ``"action_sum"``
+            (exp of the summed log-ratio: clips almost every long action after
+            one step; see ``docs/marft.md``). TPPO always uses token ratios.
+        gamma: discount between consecutive steps of a chain.
+        lam: GAE lambda between steps.
+        token_gamma: TPPO discount between tokens of one action.
+        token_lam: TPPO GAE lambda between tokens of one action.
+        clip: PPO ratio clip.
+        value_clip: value-loss clip around the old value (0: off).
+        entropy_coef: entropy bonus (0: entropy is not even computed).
+        value_coef: weight of the value loss.
+        max_grad_norm: gradient-norm clip per adapter and per value head.
+        target_kl: a role skips its policy step (and stops for the update) above this
+            approximate KL to the rollout policy; None: never.
+        epochs: passes over the rollout per update.
+        minibatches: minibatches per epoch (per role).
+        critic_warmup: the first this-many updates train only the critic.
+        agent_interval: agent-by-agent interval K (only role ``update // K mod N``
+            learns); 0: all roles together.
+        lr_actor: adapter learning rate.
+        lr_critic: value-head learning rate.
+        kl_coef: KL penalty to the base model (adapters disabled); 0: off.
+        lr_schedule: ``"constant"`` or ``"linear"`` (decay to 0 over the run).
+        normalize_advantages: normalise advantages over the batch.
+        truncation_penalty: subtracted from the reward of a turn whose action
+            hit ``max_new_tokens`` without a stop token.
+        recompute_old: recompute old log-probs and values in a second pass
+            instead of taking the rollout's (for batches from elsewhere).
+    """
+
+    level: str = "action"
+    ratio: str = "token"
     gamma: float = 0.99
     lam: float = 0.95
     token_gamma: float = 1.0
@@ -68,13 +112,16 @@ class PPOConfig:
     lr_actor: float = 1e-3
     lr_critic: float = 1e-3
     kl_coef: float = 0.0
-    lr_schedule: str = "linear"  # "constant" | "linear" (decay to 0 over the run's updates)
+    lr_schedule: str = "linear"
     normalize_advantages: bool = True
-    eval_chunk: int = 64  # samples per no-grad recomputation forward
+    truncation_penalty: float = 0.0
+    recompute_old: bool = False
 
     def __post_init__(self) -> None:
         if self.level not in ("action", "token"):
             raise ValueError(f"PPOConfig.level must be 'action' or 'token', got {self.level!r}")
+        if self.ratio not in RATIOS:
+            raise ValueError(f"PPOConfig.ratio must be one of {RATIOS}, got {self.ratio!r}")
         if self.epochs < 1 or self.minibatches < 1:
             raise ValueError(
                 f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}"
@@ -101,15 +148,21 @@ class PPOConfig:
 # ----------------------------------------------------------------------------- losses
 
 
-def masked_mean(x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Mean of ``x`` over ``mask`` (all of ``x`` when None); 0 when the mask is empty.
+def masked_mean(
+    x: torch.Tensor, mask: torch.Tensor | None = None, denominator: float | None = None
+) -> torch.Tensor:
+    """Sum of ``x`` over ``mask`` divided by ``denominator`` (default: the mask's size).
+
+    A micro-batch passes the whole minibatch's count as ``denominator``, so the
+    parts add up to the minibatch's mean. 0 when there is nothing to average.
 
     >>> masked_mean(torch.tensor([1.0, 3.0, 5.0]), torch.tensor([1.0, 1.0, 0.0])).item()
     2.0
     """
-    if mask is None:
-        return x.mean() if x.numel() else x.sum()
-    return (x * mask).sum() / mask.sum().clamp(min=1.0)
+    total = x.sum() if mask is None else (x * mask).sum()
+    if denominator is None:
+        denominator = float(x.numel() if mask is None else mask.sum())
+    return total / max(float(denominator), 1.0) if denominator else total * 0.0
 
 
 def clipped_policy_loss(
@@ -118,14 +171,15 @@ def clipped_policy_loss(
     advantages: torch.Tensor,
     clip: float = 0.2,
     mask: torch.Tensor | None = None,
+    denominator: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """PPO clipped surrogate, negated for minimization; returns ``(loss, clip_fraction)``."""
     ratio = torch.exp(logp - old_logp)
     surr1 = ratio * advantages
     surr2 = torch.clamp(ratio, 1.0 - clip, 1.0 + clip) * advantages
-    loss = -masked_mean(torch.min(surr1, surr2), mask)
+    loss = -masked_mean(torch.min(surr1, surr2), mask, denominator)
     clipped = ((ratio - 1.0).abs() > clip).float()
-    return loss, masked_mean(clipped, mask).detach()
+    return loss, masked_mean(clipped, mask, denominator).detach()
 
 
 def clipped_value_loss(
@@ -134,6 +188,7 @@ def clipped_value_loss(
     returns: torch.Tensor,
     clip: float | None = 0.2,
     mask: torch.Tensor | None = None,
+    denominator: float | None = None,
 ) -> torch.Tensor:
     """``0.5 * max((V - R)^2, (V_clipped - R)^2)`` with ``V_clipped`` within ``clip`` of the old V.
 
@@ -145,23 +200,44 @@ def clipped_value_loss(
     if clip is not None and clip > 0:
         v_clipped = old_values + torch.clamp(values - old_values, -clip, clip)
         loss = torch.max(loss, (v_clipped - returns) ** 2)
-    return 0.5 * masked_mean(loss, mask)
+    return 0.5 * masked_mean(loss, mask, denominator)
 
 
 def approx_kl(
-    logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor | None = None
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    denominator: float | None = None,
 ) -> torch.Tensor:
     """Low-variance estimate of KL(old || new): mean of ``(r - 1) - log r``, ``r = p_new/p_old``."""
     log_ratio = logp - old_logp
-    return masked_mean(torch.exp(log_ratio) - 1.0 - log_ratio, mask)
+    return masked_mean(torch.exp(log_ratio) - 1.0 - log_ratio, mask, denominator)
 
 
 def kl_to_reference(
-    logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor | None = None
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    denominator: float | None = None,
 ) -> torch.Tensor:
     """k3 estimate of KL(policy || reference) per token: ``exp(q - p) - (q - p) - 1``."""
     d = ref_logp - logp
-    return masked_mean(torch.exp(d) - d - 1.0, mask)
+    return masked_mean(torch.exp(d) - d - 1.0, mask, denominator)
+
+
+def sampler_kl(samples: Sequence[Sample]) -> float:
+    """Mean over sampled tokens of ``log pi_sampler(a) - log pi_learner(a)`` (0 when none).
+
+    >>> from types import SimpleNamespace as S
+    >>> sampler_kl([S(sampler_logprobs=[-1.0, -2.0], old_token_logprobs=[-1.5, -2.0])])
+    0.25
+    """
+    total, count = 0.0, 0
+    for s in samples:
+        for a, b in zip(s.sampler_logprobs, s.old_token_logprobs, strict=False):
+            total += a - b
+            count += 1
+    return total / count if count else 0.0
 
 
 def active_roles(roles: Sequence[str], update: int, interval: int) -> list[str]:
@@ -175,33 +251,48 @@ def active_roles(roles: Sequence[str], update: int, interval: int) -> list[str]:
     return [roles[(update // interval) % len(roles)]]
 
 
-def _pad(rows: Sequence[Sequence[float]], width: int) -> torch.Tensor:
+def _pad(rows: Sequence[Sequence[float]], width: int, device: Any) -> torch.Tensor:
     out = torch.zeros(len(rows), width)
     for i, row in enumerate(rows):
         n = min(len(row), width)
         if n:
             out[i, :n] = torch.tensor(list(row[:n]), dtype=torch.float32)
-    return out
+    return out.to(device)
+
+
+class LearnablePolicy(Protocol):
+    """What the learner needs from a policy (``TeamPolicy`` has all of it)."""
+
+    roles: list[str]
+    config: Any
+    score_reference: bool
+
+    def adapter_name(self, role: str) -> str: ...
+    def critic_name(self, role: str) -> str: ...
+    def policy_parameters(self, role: str) -> list[torch.nn.Parameter]: ...
+    def critic_parameters(self, role: str | None = None) -> list[torch.nn.Parameter]: ...
+    def evaluate(self, role: str, prompt_ids: Any, action_ids: Any, **kw: Any) -> Any: ...
+    def score(self, role: str, prompt_ids: Any, action_ids: Any, with_ref: bool = False) -> Any: ...
 
 
 # ----------------------------------------------------------------------------- learner
 
 
 class PPOLearner:
-    """Optimizers and the PPO update for a ``TeamPolicy`` (see ``agents/policy.py``).
+    """Optimizers and the PPO update for a team policy (see the module docstring).
 
     Args:
-        policy: the team policy (``evaluate``, ``policy_parameters``,
-            ``critic_parameters``, ``adapter_name``, ``critic_name``, ``roles``).
+        policy: the team policy (:class:`LearnablePolicy`).
         config: the PPO hyperparameters.
         credit: the algorithm's credit function (episode samples -> chains).
     """
 
-    def __init__(self, policy: Any, config: PPOConfig, credit: Any) -> None:
+    def __init__(self, policy: LearnablePolicy, config: PPOConfig, credit: CreditFn) -> None:
         self.policy = policy
         self.config = config
         self.credit = credit
         self.roles: list[str] = list(policy.roles)
+        policy.score_reference = config.kl_coef > 0  # the rollout then scores the base too
         self.actor_opts: dict[str, torch.optim.Optimizer] = {}
         self.critic_opts: dict[str, torch.optim.Optimizer] = {}
         self.actor_params: dict[str, list[torch.nn.Parameter]] = {}
@@ -255,195 +346,205 @@ class PPOLearner:
             for k, o in opts.items():
                 o.load_state_dict(saved[k])
 
-    # -- preparation ------------------------------------------------------------------
-    @torch.no_grad()
-    def recompute(self, samples: Sequence[Sample]) -> None:
-        """Fill ``old_*`` fields of ``samples`` under the current policy (batched, no grad)."""
-        with_ref = self.config.kl_coef > 0
-        by_role: dict[str, list[Sample]] = {}
-        for s in samples:
-            by_role.setdefault(s.role, []).append(s)
-        chunk = max(1, self.config.eval_chunk)
-        for role, group in by_role.items():
-            for start in range(0, len(group), chunk):
-                part = group[start : start + chunk]
-                ev = self.policy.evaluate(
-                    role,
-                    [s.prompt_ids for s in part],
-                    [s.action_ids for s in part],
-                    with_ref=with_ref,
-                )
-                tok_lp = ev.token_logprobs.detach().float().cpu()
-                tok_v = ev.token_values.detach().float().cpu()
-                act_lp = ev.action_logprob.detach().float().cpu()
-                vals = ev.values.detach().float().cpu()
-                ref = None
-                if with_ref and ev.ref_token_logprobs is not None:
-                    ref = ev.ref_token_logprobs.detach().float().cpu()
-                for i, s in enumerate(part):
-                    n = len(s.action_ids)
-                    s.old_logprob = float(act_lp[i])
-                    s.old_value = float(vals[i])
-                    s.old_token_logprobs = tok_lp[i, :n].tolist()
-                    s.old_token_values = tok_v[i, :n].tolist()
-                    s.ref_token_logprobs = ref[i, :n].tolist() if ref is not None else None
-
-    def prepare(self, batch: RolloutBatch) -> dict[str, float]:
-        """Recompute old log-probs/values, assign advantages, normalize them."""
-        cfg = self.config
-        samples = batch.samples
-        self.recompute(samples)
-        assign_advantages(
-            batch.episodes,
-            self.credit,
-            level=cfg.level,
-            gamma=cfg.gamma,
-            lam=cfg.lam,
-            token_gamma=cfg.token_gamma,
-            token_lam=cfg.token_lam,
-        )
-        if cfg.level == "action":
-            adv = torch.tensor([s.advantage for s in samples], dtype=torch.float64)
-        else:
-            adv = torch.tensor(
-                [a for s in samples for a in s.token_advantages[: len(s.action_ids)]],
-                dtype=torch.float64,
-            )
-        raw_mean = float(adv.mean()) if adv.numel() else 0.0
-        if cfg.normalize_advantages and adv.numel() > 1:
-            mean, std = float(adv.mean()), float(adv.std())
-            for s in samples:
-                s.advantage = (s.advantage - mean) / (std + 1e-8)
-                s.token_advantages = [(a - mean) / (std + 1e-8) for a in s.token_advantages]
-        rets = [s.ret for s in samples]
-        vals = [s.old_value for s in samples]
-        return {
-            "adv_mean_raw": raw_mean,
-            "value_mean": sum(vals) / max(1, len(vals)),
-            "return_mean": sum(rets) / max(1, len(rets)),
-            "explained_variance": _explained_variance(vals, rets),
-        }
-
-    # -- update -----------------------------------------------------------------------
-    def _role_losses(
-        self, role: str, part: Sequence[Sample], learn_policy: bool
-    ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, float]]:
-        """(value term, policy term or None, stats) for one role's minibatch (one forward)."""
-        cfg = self.config
-        ev = self.policy.evaluate(
-            role, [s.prompt_ids for s in part], [s.action_ids for s in part], with_ref=False
-        )
-        dev = ev.values.device
-        mask = ev.mask.float()
-        width = mask.shape[1]
-        old_tok_lp = _pad([s.old_token_logprobs for s in part], width).to(dev)
-        tok_lp = ev.token_logprobs.float()
-        kl_old = approx_kl(tok_lp.detach(), old_tok_lp, mask)
-        values = ev.values.float()
-        old_v = torch.tensor([s.old_value for s in part], device=dev)
-        if cfg.level == "action":
-            ret = torch.tensor([s.ret for s in part], device=dev)
-            v_loss = clipped_value_loss(values, old_v, ret, cfg.value_clip)
-        else:
-            # token values; an empty action keeps one virtual token: its action-level value
-            vwidth = max(width, 1)
-            empty = mask.sum(dim=1) == 0
-            tv = torch.zeros(len(part), vwidth, device=dev)
-            tv[:, :width] = ev.token_values.float()
-            tv[empty, 0] = values[empty]
-            vmask = torch.zeros(len(part), vwidth, device=dev)
-            vmask[:, :width] = mask
-            vmask[empty, 0] = 1.0
-            old_tv = _pad([s.old_token_values or [s.old_value] for s in part], vwidth).to(dev)
-            t_ret = _pad([s.token_returns for s in part], vwidth).to(dev)
-            v_loss = clipped_value_loss(tv, old_tv, t_ret, cfg.value_clip, vmask)
-        stats = {"value_loss": float(v_loss.detach()), "approx_kl": float(kl_old)}
-        value_term = cfg.value_coef * v_loss
-        policy_term = None
-        if learn_policy:
-            if cfg.level == "action":
-                old_lp = torch.tensor([s.old_logprob for s in part], device=dev)
-                adv = torch.tensor([s.advantage for s in part], device=dev)
-                pg, clipfrac = clipped_policy_loss(ev.action_logprob.float(), old_lp, adv, cfg.clip)
-            else:
-                t_adv = _pad([s.token_advantages for s in part], width).to(dev)
-                pg, clipfrac = clipped_policy_loss(tok_lp, old_tok_lp, t_adv, cfg.clip, mask)
-            entropy = masked_mean(ev.entropy.float(), mask)
-            policy_term = pg - cfg.entropy_coef * entropy
-            stats.update(
-                policy_loss=float(pg.detach()),
-                entropy=float(entropy.detach()),
-                clipfrac=float(clipfrac),
-            )
-            if cfg.kl_coef > 0:
-                ref = _pad([s.ref_token_logprobs or [] for s in part], width).to(dev)
-                kl_ref = kl_to_reference(tok_lp, ref, mask)
-                policy_term = policy_term + cfg.kl_coef * kl_ref
-                stats["kl_ref"] = float(kl_ref.detach())
-        return value_term, policy_term, stats
-
+    # -- the update, top to bottom -----------------------------------------------------
     def update(
         self, batch: RolloutBatch, update: int, generator: torch.Generator | None = None
     ) -> dict[str, float]:
-        """One PPO update on a prepared batch; returns averaged statistics.
+        """One PPO update on a fresh rollout (steps 1-7 of the module docstring).
 
         Args:
-            batch: a rollout on which :meth:`prepare` was called.
+            batch: the rollout (samples with the rollout's old log-probs and values).
             update: the 0-based update counter (drives warm-up and agent-by-agent).
             generator: RNG for minibatch shuffling (seed it for exact resume).
+
+        Returns:
+            Averaged statistics (``sampler_kl``, losses, ``clipfrac/<role>``, ...).
         """
         cfg = self.config
+        samples = batch.samples
+        # 1. old log-probs and values: the rollout's (or recomputed, when asked)
+        if cfg.recompute_old:
+            self.recompute(samples)
+        # 2. does the learner score what the sampler drew?
+        stats = _Stats()
+        stats.set("sampler_kl", sampler_kl(samples))
+        # 3-4. credit assignment and GAE along its chains
+        assign_advantages(
+            batch.episodes, self.credit, level=cfg.level, gamma=cfg.gamma, lam=cfg.lam,
+            token_gamma=cfg.token_gamma, token_lam=cfg.token_lam,
+            truncation_penalty=cfg.truncation_penalty,
+        )  # fmt: skip
+        # 5. normalise; equal rewards everywhere -> advantages are noise -> no actor step
+        flat = rewards_are_flat(batch.episodes, cfg.truncation_penalty)
+        stats.set(
+            "adv_mean_raw", normalize_advantages(samples, cfg.level, cfg.normalize_advantages)
+        )
+        stats.set("flat_rewards", float(flat))
         warm = update < cfg.critic_warmup
-        learning = set() if warm else set(active_roles(self.roles, update, cfg.agent_interval))
-        stopped: set[str] = set()  # adapters stopped by target KL
+        learning = (
+            set() if warm or flat else set(active_roles(self.roles, update, cfg.agent_interval))
+        )
+        # 6-7. epochs x minibatches x roles (x micro-batches), then one step per minibatch
         by_role = batch.by_role()
-        totals: dict[str, float] = {}
-        counts: dict[str, int] = {}
+        stopped: set[str] = set()  # adapters stopped by target KL
         actor_steps = skipped = 0
         for _epoch in range(cfg.epochs):
-            order = {
-                r: torch.randperm(len(ss), generator=generator).tolist()
-                for r, ss in by_role.items()
-            }
+            order = {r: torch.randperm(len(ss), generator=generator).tolist()
+                     for r, ss in by_role.items()}  # fmt: skip
             for mb in range(cfg.minibatches):
                 self._zero_grad()
                 stepping: set[str] = set()
                 for role in self.roles:
-                    ss = by_role.get(role, [])
-                    idx = order.get(role, [])[mb :: cfg.minibatches]
-                    if not idx:
+                    part = [by_role[role][i] for i in order.get(role, [])[mb :: cfg.minibatches]]
+                    if not part:
                         continue
-                    part = [ss[i] for i in idx]
                     adapter = self.policy.adapter_name(role)
                     learn = role in learning and adapter not in stopped
-                    loss, policy_term, stats = self._role_losses(role, part, learn)
-                    if learn and cfg.target_kl is not None and stats["approx_kl"] > cfg.target_kl:
-                        # too far from the rollout policy: skip this policy step, stop the role
-                        stopped.add(adapter)
-                        stepping.discard(adapter)
+                    kl = self._accumulate(role, part, learn, stats)
+                    if learn and cfg.target_kl is not None and kl > cfg.target_kl:
+                        stopped.add(adapter)  # too far from the rollout policy: stop this role
                         skipped += 1
-                        stats = {k: stats[k] for k in ("value_loss", "approx_kl")}
-                    elif policy_term is not None:
+                        for p in self.actor_params[adapter]:
+                            p.grad = None
+                    elif learn:
                         stepping.add(adapter)
-                        loss = loss + policy_term
-                    loss.backward()
-                    for k, v in stats.items():
-                        totals[k] = totals.get(k, 0.0) + v
-                        counts[k] = counts.get(k, 0) + 1
-                grad_norms = self._step(stepping - stopped)
-                actor_steps += len(stepping - stopped)
-                for k, v in grad_norms.items():
-                    totals[k] = totals.get(k, 0.0) + v
-                    counts[k] = counts.get(k, 0) + 1
+                stepping -= stopped
+                for name, norm in self._step(stepping).items():
+                    stats.add(name, norm)
+                actor_steps += len(stepping)
         self._zero_grad()
-        out = {k: totals[k] / counts[k] for k in totals}
+        out = stats.means()
+        rets = [s.ret for s in samples]
+        vals = [s.old_value for s in samples]
         out.update(
+            value_mean=sum(vals) / max(1, len(vals)),
+            return_mean=sum(rets) / max(1, len(rets)),
+            explained_variance=_explained_variance(vals, rets),
+            truncated_frac=sum(s.truncated for s in samples) / max(1, len(samples)),
             actor_steps=float(actor_steps),
             kl_skipped=float(skipped),
             critic_warmup=float(warm),
             learning_roles=float(len(learning)),
         )
         return out
+
+    def _accumulate(self, role: str, part: Sequence[Sample], learn: bool, stats: _Stats) -> float:
+        """Backward the losses of one role's minibatch, micro-batch by micro-batch.
+
+        Every loss is divided by the whole minibatch's count (samples or tokens),
+        so the accumulated gradient equals one pass over the minibatch. Returns
+        the approximate KL of the minibatch to the rollout policy.
+        """
+        cfg = self.config
+        size = int(getattr(self.policy.config, "micro_batch", 0) or 0) or len(part)
+        n_samples = float(len(part))
+        n_tokens = float(sum(len(s.action_ids) for s in part))
+        n_vtokens = float(sum(max(len(s.action_ids), 1) for s in part))
+        role_stats = _Stats()
+        for start in range(0, len(part), size):
+            micro = part[start : start + size]
+            ev = self.policy.evaluate(
+                role, [s.prompt_ids for s in micro], [s.action_ids for s in micro],
+                with_entropy=learn and cfg.entropy_coef > 0, with_ref=False,
+                token_values=cfg.level == "token",
+            )  # fmt: skip
+            dev = ev.values.device
+            mask = ev.mask.float()
+            width = mask.shape[1]
+            tok_lp = ev.token_logprobs.float()
+            old_tok_lp = _pad([s.old_token_logprobs for s in micro], width, dev)
+            kl = approx_kl(tok_lp.detach(), old_tok_lp, mask, n_tokens)
+            role_stats.add("approx_kl", float(kl))
+            v_loss = self._value_loss(ev, micro, mask, n_samples, n_vtokens)
+            role_stats.add("value_loss", float(v_loss.detach()))
+            loss = cfg.value_coef * v_loss
+            if learn:
+                adv = self._advantages(micro, width, dev)
+                pg, clipfrac = self._policy_loss(tok_lp, old_tok_lp, adv, mask, n_samples, n_tokens)
+                role_stats.add("policy_loss", float(pg.detach()))
+                role_stats.add("clipfrac", float(clipfrac))
+                loss = loss + pg
+                if ev.entropy is not None:
+                    entropy = masked_mean(ev.entropy.float(), mask, n_tokens)
+                    role_stats.add("entropy", float(entropy.detach()))
+                    loss = loss - cfg.entropy_coef * entropy
+                if cfg.kl_coef > 0:
+                    ref = _pad([s.ref_token_logprobs or [] for s in micro], width, dev)
+                    kl_ref = kl_to_reference(tok_lp, ref, mask, n_tokens)
+                    role_stats.add("kl_ref", float(kl_ref.detach()))
+                    loss = loss + cfg.kl_coef * kl_ref
+            loss.backward()
+        totals = role_stats.totals()
+        for name, value in totals.items():
+            stats.add(name, value)
+        if "clipfrac" in totals:
+            stats.add(f"clipfrac/{role}", totals["clipfrac"])
+        return totals.get("approx_kl", 0.0)
+
+    def _advantages(self, part: Sequence[Sample], width: int, device: Any) -> torch.Tensor:
+        """Advantages as ``[B]`` (action ratios) or ``[B, T]`` (token ratios)."""
+        if self.config.level == "token":
+            return _pad([s.token_advantages for s in part], width, device)
+        adv = torch.tensor([s.advantage for s in part], device=device)
+        return adv.unsqueeze(-1).expand(-1, width) if self.config.ratio == "token" else adv
+
+    def _policy_loss(
+        self, tok_lp: torch.Tensor, old_tok_lp: torch.Tensor, adv: torch.Tensor,
+        mask: torch.Tensor, n_samples: float, n_tokens: float,
+    ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        """The clipped surrogate with the configured ratio (token, action mean or action sum)."""
+        cfg = self.config
+        if cfg.level == "token" or cfg.ratio == "token":
+            return clipped_policy_loss(tok_lp, old_tok_lp, adv, cfg.clip, mask, n_tokens)
+        log_ratio = ((tok_lp - old_tok_lp) * mask).sum(-1)
+        if cfg.ratio == "action_mean":
+            log_ratio = log_ratio / mask.sum(-1).clamp(min=1.0)
+        return clipped_policy_loss(log_ratio, torch.zeros_like(log_ratio), adv, cfg.clip,
+                                   denominator=n_samples)  # fmt: skip
+
+    def _value_loss(
+        self, ev: Any, part: Sequence[Sample], mask: torch.Tensor, n_samples: float,
+        n_vtokens: float,
+    ) -> torch.Tensor:  # fmt: skip
+        cfg = self.config
+        values = ev.values.float()
+        dev = values.device
+        old_v = torch.tensor([s.old_value for s in part], device=dev)
+        if cfg.level == "action":
+            ret = torch.tensor([s.ret for s in part], device=dev)
+            return clipped_value_loss(values, old_v, ret, cfg.value_clip, denominator=n_samples)
+        # token values; an empty action keeps one virtual token: its action-level value
+        width = mask.shape[1]
+        vwidth = max(width, 1)
+        empty = mask.sum(dim=1) == 0
+        tv = torch.zeros(len(part), vwidth, device=dev)
+        tv[:, :width] = ev.token_values.float()
+        tv[empty, 0] = values[empty]
+        vmask = torch.zeros(len(part), vwidth, device=dev)
+        vmask[:, :width] = mask
+        vmask[empty, 0] = 1.0
+        old_tv = _pad([s.old_token_values or [s.old_value] for s in part], vwidth, dev)
+        t_ret = _pad([s.token_returns for s in part], vwidth, dev)
+        return clipped_value_loss(tv, old_tv, t_ret, cfg.value_clip, vmask, n_vtokens)
+
+    @torch.no_grad()
+    def recompute(self, samples: Sequence[Sample]) -> None:
+        """Refill the old log-probs and values of ``samples`` under the current policy."""
+        by_role: dict[str, list[Sample]] = {}
+        for s in samples:
+            by_role.setdefault(s.role, []).append(s)
+        with_ref = self.config.kl_coef > 0
+        for role, group in by_role.items():
+            tok_lp, values, tok_v, ref = self.policy.score(
+                role, [s.prompt_ids for s in group], [s.action_ids for s in group], with_ref
+            )
+            for i, s in enumerate(group):
+                s.old_token_logprobs, s.old_value, s.old_token_values = (
+                    tok_lp[i],
+                    values[i],
+                    tok_v[i],
+                )
+                s.ref_token_logprobs = ref[i] if ref is not None else None
 
     def _zero_grad(self) -> None:
         for o in (*self.actor_opts.values(), *self.critic_opts.values()):
@@ -465,6 +566,47 @@ class PPOLearner:
         return norms
 
 
+def normalize_advantages(samples: Sequence[Sample], level: str, normalize: bool = True) -> float:
+    """Normalise the advantages of ``samples`` in place (over actions or tokens).
+
+    Returns the raw mean. Nothing changes with fewer than two values or when
+    ``normalize`` is False.
+    """
+    if level == "action":
+        values = [s.advantage for s in samples]
+    else:
+        values = [a for s in samples for a in s.token_advantages[: max(len(s.action_ids), 1)]]
+    adv = torch.tensor(values, dtype=torch.float64)
+    raw_mean = float(adv.mean()) if adv.numel() else 0.0
+    if normalize and adv.numel() > 1:
+        mean, std = raw_mean, float(adv.std())
+        for s in samples:
+            s.advantage = (s.advantage - mean) / (std + 1e-8)
+            s.token_advantages = [(a - mean) / (std + 1e-8) for a in s.token_advantages]
+    return raw_mean
+
+
+class _Stats:
+    """Running sums and counts of named statistics."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.counts: dict[str, int] = {}
+
+    def add(self, name: str, value: float) -> None:
+        self.sums[name] = self.sums.get(name, 0.0) + float(value)
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    def set(self, name: str, value: float) -> None:
+        self.sums[name], self.counts[name] = float(value), 1
+
+    def totals(self) -> dict[str, float]:
+        return dict(self.sums)
+
+    def means(self) -> dict[str, float]:
+        return {k: self.sums[k] / self.counts[k] for k in self.sums}
+
+
 def _explained_variance(pred: Sequence[float], target: Sequence[float]) -> float:
     if len(target) < 2:
         return 0.0
@@ -475,6 +617,7 @@ def _explained_variance(pred: Sequence[float], target: Sequence[float]) -> float
 
 
 __all__ = [
+    "RATIOS",
     "Chain",
     "PPOConfig",
     "PPOLearner",
@@ -484,4 +627,6 @@ __all__ = [
     "clipped_value_loss",
     "kl_to_reference",
     "masked_mean",
+    "normalize_advantages",
+    "sampler_kl",
 ]

@@ -8,7 +8,8 @@ on a flexmg env and writes a run folder::
     tb/                  TensorBoard events (the same figures)
     learning_curve.png   train success and held-out success against updates
     checkpoints/         step_<update>.ckpt (adapters, value heads, optimizers, RNG, counters)
-    summary.json         eval_start, eval_end (held-out team success), seed, updates, wall_seconds
+    summary.json         eval_start/eval_end (held-out team success), correct_*, format_*,
+                         eval_prompts, 95% bootstrap CIs over prompts, seed, updates, wall_seconds
 
 Everything random is seeded from ``(seed, update)``: the rollout env seeds, the
 sampling RNG and the minibatch order, so a run resumed from a checkpoint
@@ -43,6 +44,7 @@ from flexmg.agents.checkpoint import (
     restore_rng_state,
     save_checkpoint,
 )
+from flexmg.agents.evaluation import evaluate_policy
 from flexmg.agents.marft import Algorithm, get_algorithm
 from flexmg.agents.ppo import PPOConfig, PPOLearner, config_from_dict
 
@@ -52,7 +54,9 @@ CKPT_FORMAT = 1
 TINY_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 1.0, "max_new_tokens": 16}
 TINY_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-3, "lr_critic": 1e-3}
 # Starting points for real Hugging Face LLMs (``--model NAME``); flags override them.
-LLM_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 0.5, "max_new_tokens": 512}
+# Sampling is temperature only (no top-k/top-p: see docs/marft.md); micro-batches of 8
+# rows keep one update at 128 episodes x 512 tokens in bounded memory.
+LLM_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 0.5, "max_new_tokens": 512, "micro_batch": 8}
 LLM_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-5, "lr_critic": 5e-5}
 
 
@@ -147,63 +151,6 @@ def env_roles(env_id: str, env_kwargs: dict[str, Any]) -> list[str]:
         return list(env.possible_agents)
     finally:
         env.close()
-
-
-def evaluate_policy(
-    policy: Any,
-    env_id: str,
-    episodes: int,
-    seed: int = 0,
-    env_kwargs: dict[str, Any] | None = None,
-    split: str = "eval",
-    batch_size: int = 64,
-    greedy: bool = True,
-    vectorization: str = "sync",
-) -> dict[str, Any]:
-    """Play ``episodes`` episodes of ``env_id`` (held-out split, greedy) and summarize.
-
-    Returns ``success_rate`` (team success), ``team_reward``, ``rounds``,
-    ``episodes`` and per-role ``format_error_rate`` when the env reports it.
-    """
-    import flexmg
-
-    kwargs = {**(env_kwargs or {}), "split": split}
-    metrics: list[dict[str, Any]] = []
-    done = 0
-    vec = None
-    try:
-        while done < episodes:
-            n = min(batch_size, episodes - done)
-            if vec is None or vec.num_envs != n:
-                if vec is not None:
-                    vec.close()
-                vec = flexmg.make_vec(env_id, num_envs=n, vectorization=vectorization, **kwargs)
-            batch = collect_rollout(policy, vec, seed=seed + done, greedy=greedy)
-            metrics.extend(batch.metrics)
-            done += n
-    finally:
-        if vec is not None:
-            vec.close()
-    return summarize_metrics(metrics)
-
-
-def summarize_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
-    """Aggregate episode metrics: success rate, mean team reward and rounds, per-role rates."""
-    n = max(1, len(metrics))
-    out: dict[str, Any] = {
-        "episodes": len(metrics),
-        "success_rate": sum(bool(m.get("success", False)) for m in metrics) / n,
-        "team_reward": sum(float(m.get("team_reward", 0.0) or 0.0) for m in metrics) / n,
-        "rounds": sum(float(m.get("rounds", 0) or 0) for m in metrics) / n,
-    }
-    per_role: dict[str, list[float]] = {}
-    for m in metrics:
-        for role, rm in (m.get("per_role") or {}).items():
-            if isinstance(rm, dict) and "format_error" in rm:
-                per_role.setdefault(role, []).append(float(bool(rm["format_error"])))
-    if per_role:
-        out["format_error_rate"] = {r: sum(v) / len(v) for r, v in per_role.items()}
-    return out
 
 
 class Trainer:
@@ -320,17 +267,18 @@ class Trainer:
         )
 
     def train_step(self, vec: Any, update: int) -> tuple[RolloutBatch, dict[str, float]]:
-        """Rollout + PPO update number ``update`` (0-based); returns the batch and stats."""
+        """Rollout + PPO update number ``update`` (0-based); returns the batch and stats.
+
+        The rollout scores what it samples (old log-probs, values); the learner's
+        :meth:`~flexmg.agents.ppo.PPOLearner.update` does credit, GAE, normalising
+        and the epochs of minibatches (see ``agents/ppo.py``).
+        """
         torch.manual_seed(derive_seed(self.config.seed, update, 1))
-        self.policy.eval()
         batch = collect_rollout(self.policy, vec, seed=self.rollout_seed(update))
-        prep = self.learner.prepare(batch)
         lr_factor = self.learner.set_progress(update, self.config.updates)
         gen = torch.Generator().manual_seed(derive_seed(self.config.seed, update, 2))
-        self.policy.train()
         stats = self.learner.update(batch, update, generator=gen)
-        self.policy.eval()
-        return batch, {**prep, **stats, "lr_factor": lr_factor}
+        return batch, {**stats, "lr_factor": lr_factor}
 
     # ------------------------------------------------------------------ run
     def run(self, stop_after: int | None = None) -> dict[str, Any]:
@@ -432,7 +380,9 @@ class Trainer:
         t0 = time.monotonic()
         result = self.evaluate()
         result = {"kind": "eval", "update": update, **result, "seconds": time.monotonic() - t0}
-        self.evals.append({"update": update, "success_rate": result["success_rate"]})
+        keys = ("success_rate", "correct_rate", "format_rate", "prompts", "success_rate_ci",
+                "correct_rate_ci", "format_rate_ci")  # fmt: skip
+        self.evals.append({"update": update, **{k: result.get(k) for k in keys}})
         logger.log(result)
 
     def summary(self, wall_seconds: float) -> dict[str, Any]:
@@ -448,13 +398,24 @@ class Trainer:
             "updates": self.updates_done,
             "episodes_per_update": self.config.episodes_per_update,
             "eval_episodes": self.config.eval_episodes,
-            "eval_start": evals[0]["success_rate"] if evals else None,
-            "eval_end": evals[-1]["success_rate"] if evals else None,
+            "eval_prompts": evals[-1].get("prompts") if evals else None,
+            **_start_end(evals, "success_rate", "eval"),
+            **_start_end(evals, "correct_rate", "correct"),
+            **_start_end(evals, "format_rate", "format"),
             "eval_best": max((e["success_rate"] for e in evals), default=None),
             "evals": evals,
             "wall_seconds": wall_seconds,
             "run_dir": str(self.run_dir),
         }
+
+
+def _start_end(evals: list[dict[str, Any]], key: str, name: str) -> dict[str, Any]:
+    """``<name>_start``/``<name>_end`` and their ``_ci`` from the first and last evaluation."""
+    out: dict[str, Any] = {}
+    for suffix, e in (("start", evals[0] if evals else {}), ("end", evals[-1] if evals else {})):
+        out[f"{name}_{suffix}"] = e.get(key)
+        out[f"{name}_{suffix}_ci"] = e.get(f"{key}_ci")
+    return out
 
 
 class _MetricsLogger:
@@ -511,7 +472,7 @@ def read_metrics(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 
 def write_learning_curve(run_dir: str | os.PathLike[str]) -> Path:
-    """Plot train and held-out success against updates into ``learning_curve.png``."""
+    """Plot train success and held-out success, correctness and format into ``learning_curve.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -529,15 +490,14 @@ def write_learning_curve(run_dir: str | os.PathLike[str]) -> Path:
             alpha=0.5,
             label="train success (sampled)",
         )
-    if evals:
-        ax.plot(
-            [r["update"] for r in evals],
-            [r["success_rate"] for r in evals],
-            marker="o",
-            label="held-out success (greedy)",
-        )
+    styles = (("success_rate", "held-out success", "o"), ("correct_rate", "held-out correctness", "s"),
+              ("format_rate", "held-out format", "^"))  # fmt: skip
+    for key, label, marker in styles:
+        points = [(r["update"], r[key]) for r in evals if r.get(key) is not None]
+        if points:
+            ax.plot(*zip(*points, strict=True), marker=marker, label=f"{label} (greedy)")
     ax.set_xlabel("update")
-    ax.set_ylabel("team success rate")
+    ax.set_ylabel("rate (team)")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(run_dir.name)
     ax.grid(alpha=0.3)

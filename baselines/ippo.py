@@ -4,7 +4,8 @@ Each role learns alone: its own adapter, its own value head on its own
 observation (``PolicyConfig.critic = "per_role"``), its own GAE over its own
 turns across rounds (no chaining through successors' values), with the team
 reward as its reward (the role's reward recorded by the env; in the built-in
-workflows it equals the team reward). Everything else (rollouts, PPO update,
+workflows it equals the team reward). Its credit function sits next to
+MARFT's in :mod:`flexmg.agents.credit`; everything else (rollouts, PPO update,
 checkpoints, evaluation) is the shared machinery of ``flexmg.agents``:
 ``flexmg train --algo ippo --env math-2agent``.
 
@@ -17,26 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from flexmg.agents.credit import ippo_credit
+from flexmg.agents.marft import IPPO
 
-from flexmg.agents.gae import Chain
-from flexmg.agents.marft import Algorithm
-
-
-def ippo_credit(episode: Sequence[Any]) -> list[Chain]:
-    """One chain per role (its turns in order); each turn's reward is the role's reward."""
-    chains: dict[str, Chain] = {}
-    for i, s in enumerate(episode):
-        indices, rewards = chains.setdefault(s.role, ([], []))
-        indices.append(i)
-        rewards.append(float(s.reward))
-    return list(chains.values())
-
-
-IPPO = Algorithm(
-    name="ippo",
-    credit=ippo_credit,
-    critic="per_role",
-    description="IPPO: independent per-role GAE and per-role value heads",
-)
+__all__ = ["IPPO", "ippo_credit"]

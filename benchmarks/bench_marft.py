@@ -1,4 +1,17 @@
-"""Benchmark the MARFT team policy: memory, rollout and update speed for 1, 2 and 4 agents.
+"""Benchmark the MARFT learner: one update at the real-model defaults, and team sizes.
+
+**Learner section** (``--section learner``): one rollout + PPO update at the
+defaults of ``flexmg train --model PATH`` (128 episodes x 512 new tokens,
+micro-batches of 8) on a thin Qwen2-shaped model (1 layer, 32 wide) with
+Qwen's 151,936-token vocabulary; peak memory against vocabulary size and
+action length (each point in a fresh child process); the time of one update
+with the rollout's old log-probs (now) against recomputing them in a second
+pass (before); and, after one PPO step on 500-token actions, how much of the
+batch each ratio definition (per token, length-normalised action, summed
+action) would clip. Target: <= 4 GiB peak RSS on CPU at the defaults.
+
+**Teams section** (``--section teams``): memory, rollout and update speed for 1,
+2 and 4 agents:
 
 For each model (the warm-started tiny model and a ~50M-parameter random-init
 Qwen2-style model with the same character vocabulary) and each team size, a
@@ -21,7 +34,8 @@ same process: ``flops / rate`` is a floor under any batched implementation, so
 ``loop time / floor`` is the most any batching could gain over the loop there.
 
 Run:
-    python benchmarks/bench_marft.py            # about 3-5 minutes on one free core
+    python benchmarks/bench_marft.py            # both sections; the learner's takes long on a CPU
+    python benchmarks/bench_marft.py --section learner --device cuda   # every GPU figure
     python benchmarks/bench_marft.py --quick    # well under a minute
     python benchmarks/bench_marft.py --device cuda --dtype bfloat16   # on a GPU
     python benchmarks/bench_marft.py --json out.json
@@ -157,7 +171,8 @@ def child(
         for role in roles:
             b = batches[role]
             ev = policy.evaluate(role, b.prompt_ids, b.action_ids)
-            loss = -(ev.action_logprob - b.logprobs).exp().mean() + (ev.values**2).mean()
+            old = torch.tensor([sum(lp) for lp in b.token_logprobs], device=device)
+            loss = -(ev.action_logprob - old).exp().mean() + (ev.values**2).mean()
             actor_optims[role].zero_grad(set_to_none=True)
             loss.backward()
             actor_optims[role].step()
@@ -311,6 +326,198 @@ def summarize(results: list[dict]) -> dict[str, dict[str, Any]]:
     return summary
 
 
+# ----------------------------------------------------------------------------- learner
+# One PPO update at the learner's defaults for real models (``--model PATH``): 128
+# episodes x 512 new tokens, Qwen's 151,936-token vocabulary, on a thin Qwen2-shaped model.
+DEFAULT_VOCAB, DEFAULT_NEW_TOKENS, DEFAULT_EPISODES = 151_936, 512, 128
+
+
+def save_thin_model(folder: Path, vocab: int) -> str:
+    """A 1-layer, 32-wide Qwen2-shaped random model with a ``vocab``-token embedding."""
+    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
+    from flexmg.agents.tokenizer import build_char_tokenizer
+
+    cfg = tiny_config(vocab_size=vocab, hidden_size=32, intermediate_size=64,
+                      num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+    build_tiny_model(seed=0, config=cfg).save_pretrained(folder)
+    build_char_tokenizer().save_pretrained(folder)
+    return str(folder)
+
+
+def _rollout_batch(policy: Any, episodes: int, seed: int) -> tuple[Any, float]:
+    """One role's rollout of ``episodes`` math prompts (rewards: a seeded coin, so that the
+    actor step happens), as single-turn episodes; returns the batch and its seconds."""
+    import random
+
+    from flexmg.agents.buffer import RolloutBatch, Sample
+
+    rng = random.Random(seed)
+    obs = [
+        {"task": f"What is {i % 50} + {(7 * i) % 50}?", "role": "solver"} for i in range(episodes)
+    ]
+    start = time.perf_counter()
+    ab = policy.act("solver", obs)
+    _synchronize(policy.device)
+    seconds = time.perf_counter() - start
+    episodes_out = []
+    for i in range(episodes):
+        reward = float(rng.random() < 0.5)
+        episodes_out.append([Sample(
+            episode=i, turn=0, role="solver", round=0, prompt_ids=ab.prompt_ids[i],
+            action_ids=ab.action_ids[i], truncated=ab.truncated[i], reward=reward,
+            team_reward=reward, last_in_round=True, sampler_logprobs=ab.sampler_logprobs[i],
+            old_token_logprobs=ab.token_logprobs[i], old_value=ab.values[i],
+            old_token_values=ab.token_values[i],
+        )])  # fmt: skip
+    return RolloutBatch(episodes_out, [{} for _ in episodes_out]), seconds
+
+
+def learner_child(
+    vocab: int, new_tokens: int, episodes: int, recompute: int, threads: int,
+    device_name: str = "cpu", dtype_name: str = "auto",
+) -> dict:  # fmt: skip
+    """Rollout + one PPO update at the real-model defaults; peak memory and seconds."""
+    import torch
+
+    torch.set_num_threads(threads)
+    from flexmg.agents.credit import marft_credit
+    from flexmg.agents.policy import PolicyConfig, TeamPolicy
+    from flexmg.agents.ppo import PPOConfig, PPOLearner
+    from flexmg.agents.trainer import LLM_POLICY_DEFAULTS, LLM_PPO_DEFAULTS
+
+    with tempfile.TemporaryDirectory(prefix="flexmg-thin-") as tmp:
+        path = save_thin_model(Path(tmp), vocab)
+        cfg = {**LLM_POLICY_DEFAULTS, "max_new_tokens": new_tokens, "prompt_style": "compact"}
+        policy = TeamPolicy(["solver"], PolicyConfig(model=path, device=device_name,
+                                                     dtype=dtype_name, **cfg))  # fmt: skip
+    learner = PPOLearner(policy, PPOConfig(**LLM_PPO_DEFAULTS, recompute_old=bool(recompute)),
+                         marft_credit)  # fmt: skip
+    if policy.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(policy.device)
+    torch.manual_seed(0)
+    batch, rollout_s = _rollout_batch(policy, episodes, seed=0)
+    start = time.perf_counter()
+    stats = learner.update(batch, update=0, generator=torch.Generator().manual_seed(0))
+    _synchronize(policy.device)
+    return {
+        "vocab": vocab, "new_tokens": new_tokens, "episodes": episodes,
+        "recompute_old": bool(recompute), "micro_batch": policy.config.micro_batch,
+        "action_tokens": sum(len(s.action_ids) for s in batch.samples) / episodes,
+        "rollout_s": round(rollout_s, 2), "update_s": round(time.perf_counter() - start, 2),
+        "actor_steps": stats["actor_steps"], "sampler_kl": stats["sampler_kl"],
+        "peak_rss_mb": round(_peak_rss_mb(), 1), "device": str(policy.device),
+        "dtype": str(policy.dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
+        **_gpu_peak(policy.device),
+    }  # fmt: skip
+
+
+def ratio_child(
+    vocab: int, new_tokens: int, episodes: int, lr: float, threads: int,
+    device_name: str = "cpu", dtype_name: str = "auto",
+) -> dict:  # fmt: skip
+    """After one PPO step (epochs 1, minibatches 1): the share of the batch that each
+    ratio definition would clip at 0.2 (token ratios: share of tokens; action ratios:
+    share of actions)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    from flexmg.agents.credit import marft_credit
+    from flexmg.agents.policy import PolicyConfig, TeamPolicy
+    from flexmg.agents.ppo import PPOConfig, PPOLearner, _pad
+    from flexmg.agents.trainer import LLM_POLICY_DEFAULTS
+
+    with tempfile.TemporaryDirectory(prefix="flexmg-thin-") as tmp:
+        path = save_thin_model(Path(tmp), vocab)
+        cfg = {**LLM_POLICY_DEFAULTS, "max_new_tokens": new_tokens, "prompt_style": "compact"}
+        policy = TeamPolicy(["solver"], PolicyConfig(model=path, device=device_name,
+                                                     dtype=dtype_name, **cfg))  # fmt: skip
+    ppo = PPOConfig(lr_actor=lr, epochs=1, minibatches=1, target_kl=None, lr_schedule="constant")
+    learner = PPOLearner(policy, ppo, marft_credit)
+    torch.manual_seed(0)
+    batch, _ = _rollout_batch(policy, episodes, seed=0)
+    learner.update(batch, update=0)
+    samples = batch.samples
+    new = policy.score("solver", [s.prompt_ids for s in samples], [s.action_ids for s in samples])[
+        0
+    ]
+    width = max(len(s.action_ids) for s in samples)
+    dev = torch.device("cpu")
+    log_ratio = _pad(new, width, dev) - _pad([s.old_token_logprobs for s in samples], width, dev)
+    mask = _pad([[1.0] * len(s.action_ids) for s in samples], width, dev)
+    summed = (log_ratio * mask).sum(-1)
+    mean = summed / mask.sum(-1).clamp(min=1.0)
+
+    def clipped(lr_: torch.Tensor) -> torch.Tensor:
+        return ((lr_.exp() - 1.0).abs() > 0.2).float()
+
+    return {
+        "vocab": vocab, "new_tokens": new_tokens, "episodes": episodes, "lr_actor": lr,
+        "action_tokens": float(mask.sum() / len(samples)),
+        "clip_token": round(float((clipped(log_ratio) * mask).sum() / mask.sum()), 4),
+        "clip_action_mean": round(float(clipped(mean).mean()), 4),
+        "clip_action_sum": round(float(clipped(summed).mean()), 4),
+        "mean_abs_token_log_ratio": float((log_ratio.abs() * mask).sum() / mask.sum()),
+    }  # fmt: skip
+
+
+def learner_report(memory: list[dict], timing: list[dict], ratios: list[dict]) -> str:
+    """The learner section's printed report (memory grid, update time, ratio clip shares)."""
+    key = "peak_gpu_mb" if memory and "peak_gpu_mb" in memory[0] else "peak_rss_mb"
+    label = "peak GPU MiB" if key == "peak_gpu_mb" else "peak RSS MiB"
+    lines = [f"{'vocab':>7} {'new tokens':>10} {'episodes':>8} {label:>13} {'rollout s':>9} "
+             f"{'update s':>8}"]  # fmt: skip
+    for r in memory:
+        lines.append(f"{r['vocab']:>7} {r['new_tokens']:>10} {r['episodes']:>8} {r[key]:>13.1f} "
+                     f"{r['rollout_s']:>9.1f} {r['update_s']:>8.1f}")  # fmt: skip
+    default = [r for r in memory if (r["vocab"], r["new_tokens"], r["episodes"])
+               == (DEFAULT_VOCAB, DEFAULT_NEW_TOKENS, DEFAULT_EPISODES)]  # fmt: skip
+    if default:
+        gib = default[0][key] / 1024
+        target = " (target <= 4 GiB RSS on CPU: " + ("met)" if gib <= 4 else "NOT met)")
+        lines.append(f"one update at the defaults: peak {gib:.2f} GiB"
+                     + (target if key == "peak_rss_mb" else ""))  # fmt: skip
+    if len(timing) == 2:
+        once, twice = sorted(timing, key=lambda r: r["recompute_old"])
+        lines.append(
+            f"time per update at {once['episodes']} x {once['new_tokens']} tokens: "
+            f"{once['update_s']:.1f} s with the rollout's log-probs (now) vs "
+            f"{twice['update_s']:.1f} s recomputing them (before): "
+            f"recompute ratio {twice['update_s'] / max(once['update_s'], 1e-9):.2f}x"
+        )
+    for r in ratios:
+        lines.append(
+            f"after one step (lr {r['lr_actor']:g}, {r['action_tokens']:.0f}-token actions): "
+            f"clipped at 0.2: token ratios {100 * r['clip_token']:.1f}% of tokens, "
+            f"length-normalised action ratio {100 * r['clip_action_mean']:.1f}% of actions, "
+            f"summed action ratio {100 * r['clip_action_sum']:.1f}% of actions"
+        )
+    return "\n".join(lines)
+
+
+def run_learner_section(args: argparse.Namespace) -> dict[str, list[dict]]:
+    """Memory grid over vocabulary size and action length, update time, ratio clip shares."""
+    episodes = 16 if args.quick else DEFAULT_EPISODES
+    vocabs = [8192, DEFAULT_VOCAB] if not args.quick else [8192, 32768]
+    lengths = [128, DEFAULT_NEW_TOKENS] if not args.quick else [32, 64]
+    common = [str(args.threads), args.device, args.dtype]
+    memory = []
+    for vocab in vocabs:
+        for tokens in lengths:
+            res = run_child(["learner", str(vocab), str(tokens), str(episodes), "0", *common],
+                            memory_only=True)  # fmt: skip
+            memory.append(res)
+            print(json.dumps(res), file=sys.stderr)
+    t_episodes, t_tokens = (episodes, lengths[-1]) if args.device.startswith("cuda") else (
+        min(episodes, 32), min(lengths[-1], 128))  # fmt: skip
+    timing = [run_child(["learner", str(vocabs[-1]), str(t_tokens), str(t_episodes), str(r),
+                         *common]) for r in (0, 1)]  # fmt: skip
+    ratios = [run_child(["ratio", str(vocabs[-1]), str(500 if not args.quick else 64),
+                         str(32 if not args.quick else 8), str(lr), *common])
+              for lr in (1e-5, 1e-4)]  # fmt: skip
+    print(learner_report(memory, timing, ratios))
+    return {"memory": memory, "timing": timing, "ratios": ratios}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small batches, one repetition")
@@ -330,11 +537,25 @@ def main(argv: list[str] | None = None) -> int:
         "--dtype", default="auto", help="auto (bf16 on a CUDA device that has it, else fp32), "
         "float32 or bfloat16",
     )  # fmt: skip
-    parser.add_argument("--child", nargs=9, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--section", choices=["all", "teams", "learner"], default="all",
+        help="teams: memory per team size and batched recompute; learner: one update at the "
+        "real-model defaults (memory vs vocabulary and action length, update time, ratios)",
+    )  # fmt: skip
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        model, *nums, device, dtype = args.child
-        print(json.dumps(child(model, *(int(x) for x in nums), device, dtype)))
+        kind, *rest = args.child
+        if kind == "learner":
+            *nums, device, dtype = rest
+            print(json.dumps(learner_child(*(int(x) for x in nums), device, dtype)))
+        elif kind == "ratio":
+            vocab, tokens, episodes, lr, threads, device, dtype = rest
+            print(json.dumps(ratio_child(int(vocab), int(tokens), int(episodes), float(lr),
+                                         int(threads), device, dtype)))  # fmt: skip
+        else:
+            model, *nums, device, dtype = rest
+            print(json.dumps(child(model, *(int(x) for x in nums), device, dtype)))
         return 0
     if args.device.startswith("cuda"):
         import torch
@@ -345,6 +566,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"(torch {torch.__version__}); use --device cpu or run on a machine with a GPU"
             )
 
+    report: dict[str, Any] = {}
+    if args.section in ("all", "learner"):
+        report["learner"] = run_learner_section(args)
+    if args.section == "learner":
+        _write_json(args.json, report)
+        return 0
     plans = [("tiny", 16 if args.quick else 64, 16, 1 if args.quick else 2)]
     with tempfile.TemporaryDirectory(prefix="flexmg-bench-") as tmp:
         if not args.no_mid:
@@ -370,9 +597,9 @@ def main(argv: list[str] | None = None) -> int:
                     args.device,
                     args.dtype,
                 ]
-                res = run_child([str(x) for x in cfg])
+                res = run_child(["teams", *(str(x) for x in cfg)])
                 cfg[4] = 0
-                res.update(run_child([str(x) for x in cfg], memory_only=True))
+                res.update(run_child(["teams", *(str(x) for x in cfg)], memory_only=True))
                 results.append(res)
                 print(json.dumps(res), file=sys.stderr)
 
@@ -387,11 +614,16 @@ def main(argv: list[str] | None = None) -> int:
               f"the batched path runs at {s['batched_gflops']:.0f} GFLOP/s of a {s['matmul_gflops']:.0f} "
               f"GFLOP/s matmul rate); base {s['base_params'] / 1e6:.2f}M params, "
               f"+{s['adapter_params_4_agents']} LoRA params for 4 agents")  # fmt: skip
-    if args.json:
-        tmp_path = args.json.with_name(args.json.name + ".tmp")
-        tmp_path.write_text(json.dumps({"results": results, "summary": summary}, indent=2))
-        os.replace(tmp_path, args.json)
+    report.update(results=results, summary=summary)
+    _write_json(args.json, report)
     return 0
+
+
+def _write_json(path: Path | None, data: dict[str, Any]) -> None:
+    if path:
+        from flexmg.agents.trainer import atomic_write_text
+
+        atomic_write_text(path, json.dumps(data, indent=2))
 
 
 if __name__ == "__main__":

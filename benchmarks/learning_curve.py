@@ -1,9 +1,10 @@
 """Run the main job (``flexmg train --algo marft --env math-2agent``) for several seeds.
 
 Each seed runs in its own process with the CLI defaults (tiny model, CPU) and
-its own run folder; the script prints eval_start -> eval_end (held-out team
-success rate), the gain and the wall time per seed, then mean and spread, and
-writes them to ``<out>/learning_curve_summary.json``.
+its own run folder; the script prints, per seed, held-out team success, answer
+correctness and format rate at the start and the end (with the number of
+distinct held-out prompts), the success gain and the wall time, then mean and
+spread, and writes them to ``<out>/learning_curve_summary.json``.
 
 Usage::
 
@@ -22,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from flexmg.agents.trainer import atomic_write_text
 
 
 def run_seed(seed: int, algo: str, env: str, out: Path, extra: list[str]) -> dict:
@@ -49,16 +52,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="flexmg-learning-curve-"))
     out.mkdir(parents=True, exist_ok=True)
-    print(f"{'seed':>4} {'eval_start':>10} {'eval_end':>9} {'gain':>7} {'wall_s':>7}  run")
+    print(f"{'seed':>4} {'success':>13} {'correct':>13} {'format':>13} {'prompts':>7} "
+          f"{'gain':>7} {'wall_s':>7}  run")  # fmt: skip
     rows = []
     for seed in args.seeds:
         s = run_seed(seed, args.algo, args.env, out, args.extra)
         gain = s["eval_end"] - s["eval_start"]
-        rows.append({"seed": seed, "eval_start": s["eval_start"], "eval_end": s["eval_end"],
-                     "gain": gain, "wall_seconds": s["wall_seconds"],
-                     "process_seconds": s["process_seconds"], "run_dir": s["run_dir"]})  # fmt: skip
-        print(f"{seed:>4} {s['eval_start']:>10.3f} {s['eval_end']:>9.3f} {gain:>+7.3f} "
-              f"{s['process_seconds']:>7.1f}  {s['run_dir']}", flush=True)  # fmt: skip
+        keys = ("eval_start", "eval_end", "correct_start", "correct_end", "format_start",
+                "format_end", "eval_prompts", "wall_seconds", "process_seconds", "run_dir")  # fmt: skip
+        rows.append({"seed": seed, "gain": gain, **{k: s.get(k) for k in keys}})
+
+        def pair(name: str, s: dict = s) -> str:
+            start, end = s.get(f"{name}_start"), s.get(f"{name}_end")
+            return "n/a" if start is None else f"{start:.3f}->{end:.3f}"
+
+        print(f"{seed:>4} {pair('eval'):>13} {pair('correct'):>13} {pair('format'):>13} "
+              f"{s.get('eval_prompts') or 0:>7} {gain:>+7.3f} {s['process_seconds']:>7.1f}  "
+              f"{s['run_dir']}", flush=True)  # fmt: skip
 
     def stats(key: str) -> tuple[float, float]:
         vals = [r[key] for r in rows]
@@ -72,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"algo": args.algo, "env": args.env, "extra": args.extra, "cpus": os.cpu_count(),
               "runs": rows, "mean": {k: stats(k)[0] for k in ("eval_start", "eval_end", "gain")},
               "sd": {k: stats(k)[1] for k in ("eval_start", "eval_end", "gain")}}  # fmt: skip
-    (out / "learning_curve_summary.json").write_text(json.dumps(result, indent=2))
+    atomic_write_text(out / "learning_curve_summary.json", json.dumps(result, indent=2))
     print(f"written: {out / 'learning_curve_summary.json'}")
     return 0
 

@@ -65,3 +65,30 @@ def test_cuda_without_a_gpu_is_a_clear_error(bench, capsys: pytest.CaptureFixtur
         bench.main(["--device", "cuda", "--quick"])
     assert exc.value.code == 2
     assert "no CUDA device" in capsys.readouterr().err
+
+
+def test_learner_child_runs_one_real_update_at_small_size(bench) -> None:
+    threads = torch.get_num_threads()
+    try:
+        res = bench.learner_child(512, 8, 4, 1, 1, "cpu", "float32")
+        ratios = bench.ratio_child(512, 8, 4, 1e-3, 1, "cpu", "float32")
+    finally:
+        torch.set_num_threads(threads)
+    assert res["recompute_old"] is True and res["micro_batch"] == 8 and res["actor_steps"] > 0
+    assert abs(res["sampler_kl"]) < 1e-4 and res["peak_rss_mb"] > 0
+    assert 0 < res["action_tokens"] <= 8
+    for key in ("clip_token", "clip_action_mean", "clip_action_sum"):
+        assert 0.0 <= ratios[key] <= 1.0
+
+
+def test_learner_report_states_the_target_and_the_recompute_ratio(bench) -> None:
+    row = {"vocab": bench.DEFAULT_VOCAB, "new_tokens": bench.DEFAULT_NEW_TOKENS,
+           "episodes": bench.DEFAULT_EPISODES, "peak_rss_mb": 3000.0, "rollout_s": 1.0,
+           "update_s": 2.0}  # fmt: skip
+    timing = [{**row, "recompute_old": False, "update_s": 2.0},
+              {**row, "recompute_old": True, "update_s": 3.0}]  # fmt: skip
+    ratio = {"lr_actor": 1e-5, "action_tokens": 500, "clip_token": 0.01,
+             "clip_action_mean": 0.0, "clip_action_sum": 0.9}  # fmt: skip
+    text = bench.learner_report([row], timing, [ratio])
+    assert "peak 2.93 GiB (target <= 4 GiB RSS on CPU: met)" in text
+    assert "recompute ratio 1.50x" in text and "summed action ratio 90.0%" in text

@@ -6,8 +6,9 @@ import random
 from types import SimpleNamespace
 
 import pytest
+from flexmg.agents.credit import marft_credit
 from flexmg.agents.gae import assign_advantages, gae_chain, token_gae_chain
-from flexmg.agents.marft import get_algorithm, marft_credit
+from flexmg.agents.marft import get_algorithm
 from flexmg.baselines.ippo import ippo_credit
 
 
@@ -21,11 +22,10 @@ def _episode(values, team_rewards, roles=("a", "b"), token_values=None):
             SimpleNamespace(
                 role=roles[pos],
                 round=rnd,
-                position=pos,
                 reward=team_rewards[rnd],
                 team_reward=team_rewards[rnd],
                 last_in_round=pos == n - 1,
-                last_in_episode=k == len(values) - 1,
+                truncated=False,
                 old_value=v,
                 old_token_values=token_values[k] if token_values else [],
                 advantage=None,
@@ -119,3 +119,10 @@ def test_assign_advantages_rejects_bad_credit():
         assign_advantages([ep], marft_credit, level="word")
     with pytest.raises(ValueError, match="unknown algorithm"):
         get_algorithm("nope")
+
+
+def test_truncation_penalty_lowers_the_truncated_turns_reward():
+    ep = _episode([0.0, 0.0], [1.0])
+    ep[0].truncated = True
+    assign_advantages([ep], marft_credit, gamma=1.0, lam=1.0, truncation_penalty=0.5)
+    assert [s.ret for s in ep] == pytest.approx([0.5, 1.0])

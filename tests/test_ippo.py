@@ -45,13 +45,12 @@ def test_ippo_differs_from_marft_only_in_credit_and_critic():
 
 
 def test_ippo_uses_the_shared_learner_with_per_role_heads():
-    from test_ppo import FakePolicy, _batch  # same folder (pytest puts it on sys.path)
+    from test_ppo import FakePolicy, _scored  # same folder (pytest puts it on sys.path)
 
     policy = FakePolicy(["a", "b"], critic="per_role")
     learner = PPOLearner(policy, PPOConfig(epochs=1, minibatches=1), IPPO.credit)
     assert sorted(learner.critic_opts) == ["a", "b"]
-    batch = _batch()
-    learner.prepare(batch)
+    batch = _scored(learner)
     before = policy.heads["a"].weight.detach().clone()
     learner.update(batch, 0)
     assert not policy.heads["a"].weight.detach().equal(before)

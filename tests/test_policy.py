@@ -143,12 +143,10 @@ def test_logprobs_and_entropy_by_hand(policy: TeamPolicy) -> None:
     assert torch.all(ev.entropy >= 0) and torch.all(ev.entropy <= math.log(max(vocab, 101)) + 1e-4)
 
 
-def test_mean_reduction_and_temperature(model_dir: str) -> None:
+def test_temperature_is_the_learners_too(model_dir: str) -> None:
     prompts, actions = sample_batch()
-    pol = make(model_dir, logprob_reduction="mean")
-    ev = pol.evaluate("solver", prompts, actions)
-    lengths = torch.tensor([max(len(a), 1) for a in actions], dtype=torch.float32)
-    torch.testing.assert_close(ev.action_logprob, ev.token_logprobs.sum(-1) / lengths)
+    ev = make(model_dir).evaluate("solver", prompts, actions)
+    torch.testing.assert_close(ev.action_logprob, ev.token_logprobs.sum(-1))
     assert ev.action_logprob[1].item() == 0.0  # the empty action
     hot = make(model_dir, temperature=2.0).evaluate("solver", prompts, actions)
     assert torch.all(hot.entropy.sum(-1)[[0, 2, 3]] > ev.entropy.sum(-1)[[0, 2, 3]])
@@ -204,9 +202,13 @@ def test_act_matches_evaluate_and_hostile_observations(policy: TeamPolicy) -> No
     assert all(len(p) <= policy.config.max_prompt_tokens for p in batch.prompt_ids)
     assert all(len(a) <= policy.config.max_new_tokens for a in batch.action_ids)
     assert [len(v) for v in batch.token_values] == [len(a) for a in batch.action_ids]
+    assert [len(v) for v in batch.sampler_logprobs] == [len(a) for a in batch.action_ids]
     ev = policy.evaluate("solver", batch.prompt_ids, batch.action_ids)
-    torch.testing.assert_close(ev.action_logprob.detach(), batch.logprobs, rtol=0, atol=1e-5)
-    torch.testing.assert_close(ev.values.detach(), batch.values, rtol=0, atol=1e-5)
+    for i, old in enumerate(batch.token_logprobs):
+        got = ev.token_logprobs[i, : len(old)].detach()
+        torch.testing.assert_close(got, torch.tensor(old), rtol=0, atol=1e-5)
+        torch.testing.assert_close(got, torch.tensor(batch.sampler_logprobs[i]), rtol=0, atol=1e-4)
+    torch.testing.assert_close(ev.values.detach(), torch.tensor(batch.values), rtol=0, atol=1e-5)
     greedy1 = policy.act("solver", OBS, greedy=True)
     greedy2 = policy.act("solver", OBS, greedy=True)
     assert greedy1.action_ids == greedy2.action_ids
@@ -222,7 +224,7 @@ def test_empty_actions_everywhere(model_dir: str) -> None:
     assert torch.equal(ev.action_logprob.detach(), torch.zeros(2))
     assert torch.isfinite(ev.values).all()
     (ev.action_logprob.sum() + ev.entropy.sum() + ev.values.sum()).backward()
-    # An immediate EOS from the model gives empty actions in act().
+    # An immediate EOS from the model gives actions of just the EOS (kept, so it is trained).
     eos = pol.tokenizer.eos_token_id
     lm_head = pol.model.get_base_model().get_output_embeddings()
 
@@ -236,9 +238,9 @@ def test_empty_actions_everywhere(model_dir: str) -> None:
         batch = pol.act("solver", OBS)
     finally:
         handle.remove()
-    assert batch.texts == ["", "", ""] and batch.action_ids == [[], [], []]
-    assert torch.equal(batch.logprobs, torch.zeros(3))
-    assert all(v.numel() == 0 for v in batch.token_values)
+    assert batch.texts == ["", "", ""] and batch.action_ids == [[eos], [eos], [eos]]
+    assert batch.truncated == [False, False, False]
+    assert batch.token_logprobs == [[pytest.approx(0.0, abs=1e-4)]] * 3
 
 
 def test_trainable_state_round_trip(model_dir: str, policy: TeamPolicy) -> None:
@@ -288,7 +290,7 @@ def test_programmer_errors(model_dir: str, policy: TeamPolicy) -> None:
         policy.evaluate("solver", [[1, 10_000]], [[]])
     with pytest.raises(TypeError, match="single dict"):
         policy.act("solver", OBS[0])  # type: ignore[arg-type]
-    for bad in ({"critic": "global"}, {"temperature": 0.0}, {"logprob_reduction": "max"}):
+    for bad in ({"critic": "global"}, {"temperature": 0.0}, {"micro_batch": -1}, {"top_p": 2.0}):
         with pytest.raises(ValueError, match="PolicyConfig"):
             PolicyConfig(**bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="roles"):
@@ -358,11 +360,11 @@ def test_bf16_policy_acts_evaluates_and_trains_on_cpu(model_dir: str) -> None:
     perturb(pol.policy_parameters("solver"), seed=3, scale=0.05)
     torch.manual_seed(0)
     batch = pol.act("solver", OBS)
-    assert batch.logprobs.dtype is torch.float32 and batch.values.dtype is torch.float32
-    assert torch.isfinite(batch.logprobs).all()
+    old = torch.tensor([sum(lp) for lp in batch.token_logprobs])
+    assert torch.isfinite(old).all()
     pol.train()
     ev = pol.evaluate("solver", batch.prompt_ids, batch.action_ids, with_ref=True)
-    torch.testing.assert_close(ev.action_logprob.detach(), batch.logprobs, rtol=0, atol=0.05)
+    torch.testing.assert_close(ev.action_logprob.detach(), old, rtol=0, atol=0.05)
     assert ev.ref_token_logprobs is not None and torch.isfinite(ev.ref_token_logprobs).all()
     (ev.action_logprob.sum() + ev.values.pow(2).sum()).backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in pol.critic_parameters())

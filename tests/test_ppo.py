@@ -37,6 +37,8 @@ class FakePolicy(torch.nn.Module):
         )
         heads = {self.critic_name(r) for r in roles}
         self.heads = torch.nn.ModuleDict({c: torch.nn.Linear(1, 1) for c in sorted(heads)})
+        self.config = SimpleNamespace(micro_batch=0)
+        self.score_reference = False
 
     def adapter_name(self, role):
         return "shared" if self.share else role
@@ -52,7 +54,16 @@ class FakePolicy(torch.nn.Module):
             return list(self.heads.parameters())
         return list(self.heads[self.critic_name(role)].parameters())
 
-    def evaluate(self, role, prompt_ids, action_ids, with_ref=False):
+    @torch.no_grad()
+    def score(self, role, prompt_ids, action_ids, with_ref=False):
+        ev = self.evaluate(role, prompt_ids, action_ids, with_ref=with_ref)
+        n = [len(a) for a in action_ids]
+        ref = [ev.ref_token_logprobs[i, :k].tolist() for i, k in enumerate(n)] if with_ref else None
+        return ([ev.token_logprobs[i, :k].tolist() for i, k in enumerate(n)], ev.values.tolist(),
+                [ev.token_values[i, :k].tolist() for i, k in enumerate(n)], ref)  # fmt: skip
+
+    def evaluate(self, role, prompt_ids, action_ids, with_entropy=True, with_ref=False,
+                 token_values=True):  # fmt: skip
         b = len(action_ids)
         t = max((len(a) for a in action_ids), default=0)
         ids = torch.zeros(b, t, dtype=torch.long)
@@ -91,17 +102,23 @@ def _batch(roles=("a", "b"), episodes=4, rewards=(1.0, 0.0, 1.0, 0.0)):
                     turn=k,
                     role=r,
                     round=0,
-                    position=k,
                     prompt_ids=list(range(3 + e + k)),
                     action_ids=[(e + k) % 4, 1, 2][: 1 + (e % 3)] if e != 3 else [],
+                    truncated=False,
                     reward=rewards[e],
                     team_reward=rewards[e],
                     last_in_round=k == len(roles) - 1,
-                    last_in_episode=k == len(roles) - 1,
                 )
             )
         eps.append(ep)
     return RolloutBatch(episodes=eps, metrics=[{"success": r > 0} for r in rewards])
+
+
+def _scored(learner, **kw):
+    """A batch whose old log-probs and values come from the learner's policy (as a rollout's)."""
+    batch = _batch(**kw)
+    learner.recompute(batch.samples)
+    return batch
 
 
 # ----------------------------------------------------------------------------- losses
@@ -178,8 +195,7 @@ def test_agent_by_agent_only_active_role_gets_policy_gradients(level):
     got = _grad_recorder(policy)
     cfg = PPOConfig(level=level, agent_interval=1, epochs=1, minibatches=1, target_kl=None)
     learner = PPOLearner(policy, cfg, marft_credit)
-    batch = _batch()
-    learner.prepare(batch)
+    batch = _scored(learner)
     before = {k: v.detach().clone() for k, v in policy.state_dict().items()}
     stats = learner.update(batch, update=1)  # interval 1: update 1 -> role "b"
     assert got == {"logits.b", "heads.team.weight", "heads.team.bias"}
@@ -194,8 +210,7 @@ def test_all_roles_learn_when_interval_zero_and_ippo_heads():
     policy = FakePolicy(["a", "b"], critic="per_role")
     got = _grad_recorder(policy)
     learner = PPOLearner(policy, PPOConfig(epochs=1, minibatches=1), ippo_credit)
-    batch = _batch()
-    learner.prepare(batch)
+    batch = _scored(learner)
     learner.update(batch, update=0)
     assert got == {
         "logits.a",
@@ -211,8 +226,7 @@ def test_critic_warmup_trains_only_critic():
     policy = FakePolicy(["a", "b"], share=True)
     got = _grad_recorder(policy)
     learner = PPOLearner(policy, PPOConfig(critic_warmup=2), marft_credit)
-    batch = _batch()
-    learner.prepare(batch)
+    batch = _scored(learner)
     stats = learner.update(batch, update=1)
     assert got == {"heads.team.weight", "heads.team.bias"}
     assert stats["critic_warmup"] == 1.0 and stats["actor_steps"] == 0
@@ -225,8 +239,7 @@ def test_target_kl_skips_policy_steps():
     policy = FakePolicy(["a"])
     cfg = PPOConfig(epochs=4, minibatches=1, target_kl=1e-12, lr_actor=0.5)
     learner = PPOLearner(policy, cfg, marft_credit)
-    batch = _batch(roles=("a",))
-    learner.prepare(batch)
+    batch = _scored(learner, roles=("a",))
     stats = learner.update(batch, update=0)
     # epoch 1 steps (KL is 0 before any step); epoch 2 sees KL > target: skipped, role stopped
     assert stats["actor_steps"] == 1
@@ -235,10 +248,10 @@ def test_target_kl_skips_policy_steps():
 
 def test_first_minibatch_loss_matches_hand_computation():
     policy = FakePolicy(["a"])
-    cfg = PPOConfig(epochs=1, minibatches=1, normalize_advantages=False, entropy_coef=0.0)
+    cfg = PPOConfig(epochs=1, minibatches=1, normalize_advantages=False, entropy_coef=0.0,
+                    ratio="action_sum")  # fmt: skip
     learner = PPOLearner(policy, cfg, marft_credit)
-    batch = _batch(roles=("a",), episodes=2, rewards=(1.0, 0.0))
-    learner.prepare(batch)
+    batch = _scored(learner, roles=("a",), episodes=2, rewards=(1.0, 0.0))
     stats = learner.update(batch, update=0)
     samples = batch.samples
     # ratio is exactly 1 on the first minibatch: loss = -mean(advantage), advantage = r - V
@@ -255,8 +268,7 @@ def test_first_minibatch_loss_matches_hand_computation():
 def test_optimizer_state_roundtrip_and_mismatch():
     policy = FakePolicy(["a", "b"])
     learner = PPOLearner(policy, PPOConfig(), marft_credit)
-    batch = _batch()
-    learner.prepare(batch)
+    batch = _scored(learner)
     learner.update(batch, 0)
     state = learner.state_dict()
     other = PPOLearner(FakePolicy(["a", "b"]), PPOConfig(), marft_credit)
@@ -280,15 +292,13 @@ def test_linear_lr_schedule():
 def test_kl_penalty_to_reference_uses_base_logprobs():
     policy = FakePolicy(["a"])
     learner = PPOLearner(policy, PPOConfig(kl_coef=0.5, epochs=1, minibatches=1), marft_credit)
-    batch = _batch(roles=("a",))
-    learner.prepare(batch)
+    batch = _scored(learner, roles=("a",))
     s = batch.samples[0]
     assert s.ref_token_logprobs == pytest.approx([-math.log(4)] * len(s.action_ids))
     stats = learner.update(batch, 0)
     # policy logits differ from the uniform reference, so the k3 estimate is positive
     assert stats["kl_ref"] > 0
     no_ref = PPOLearner(FakePolicy(["a"]), PPOConfig(), marft_credit)
-    batch2 = _batch(roles=("a",))
-    no_ref.prepare(batch2)
+    batch2 = _scored(no_ref, roles=("a",))
     assert batch2.samples[0].ref_token_logprobs is None
     assert "kl_ref" not in no_ref.update(batch2, 0)

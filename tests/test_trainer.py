@@ -89,6 +89,13 @@ def test_corrupted_checkpoint_is_a_clear_error(small_model, tmp_path):
     run = tmp_path / "run"
     summary = Trainer(_config(small_model, run, updates=1)).run()
     assert summary["updates"] == 1 and summary["eval_start"] is not None
+    for key in ("eval_prompts", "correct_start", "correct_end", "format_start", "format_end",
+                "eval_end_ci", "correct_end_ci", "format_end_ci"):  # fmt: skip
+        assert key in summary, key
+    assert summary["eval_prompts"] >= 1
+    train = [r for r in read_metrics(run) if r["kind"] == "train"]
+    assert "sampler_kl" in train[0] and abs(train[0]["sampler_kl"]) < 1e-3
+    assert "truncated_frac" in train[0]
     for name in ("config.json", "metrics.jsonl", "learning_curve.png", "summary.json", "tb"):
         assert (run / name).exists(), name
     ckpt = list_checkpoints(run / "checkpoints")[-1]

@@ -1,0 +1,383 @@
+"""How flexmg samples actions, and the log-probs of exactly that distribution.
+
+flexmg owns decoding: :func:`sample_actions` is its own KV-cached loop, so
+nothing is inherited from a model's ``generation_config.json`` (a chat model's
+repetition penalty, top-k or top-p never sneak into rollouts or greedy
+evaluations). The only logits processing in effect is :class:`SamplingConfig`
+(temperature, then top-k, then top-p), and :func:`processed_logits` is the one
+function both the sampler and the learner apply, so PPO trains the
+distribution that sampled. The default is temperature only: top-k / top-p
+truncate the distribution, and a token that leaves the kept set after an
+update gets the floor log-prob :data:`LOGPROB_FLOOR` (no gradient through it).
+
+:func:`token_logprobs` computes the log-probs (and, only when asked, the
+entropy) of given tokens from final hidden states in chunks of positions, so no
+full ``[batch, tokens, vocabulary]`` float32 tensor ever exists; under autograd
+each chunk is recomputed in the backward pass (activation checkpointing).
+
+Example:
+    >>> import torch
+    >>> cfg = SamplingConfig(temperature=0.5, top_k=2)
+    >>> processed_logits(torch.tensor([[1.0, 2.0, 3.0]]), cfg)
+    tensor([[-inf, 4., 6.]])
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+LOGPROB_FLOOR = -100.0
+"""Log-prob given to a token outside the top-k/top-p set of the current policy."""
+
+DEFAULT_CHUNK_ELEMENTS = 1 << 24
+"""Logit elements per chunk in :func:`token_logprobs` (64 MiB of float32)."""
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """The whole sampling distribution of rollouts (greedy evaluation takes the argmax).
+
+    Attributes:
+        temperature: logits are divided by it (> 0).
+        top_k: keep the k most likely tokens (0: off, the default).
+        top_p: keep the smallest set of tokens with this much probability (1.0: off).
+
+    >>> SamplingConfig().is_temperature_only
+    True
+    """
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.temperature > 0:
+            raise ValueError(
+                f"temperature must be > 0, got {self.temperature!r} (use greedy for argmax)"
+            )
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0 disables it), got {self.top_k!r}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+
+    @property
+    def is_temperature_only(self) -> bool:
+        """True when no truncation (top-k / top-p) is in effect."""
+        return self.top_k == 0 and self.top_p >= 1.0
+
+
+def processed_logits(logits: torch.Tensor, cfg: SamplingConfig) -> torch.Tensor:
+    """float32 scores of the sampling distribution: temperature, then top-k, then top-p.
+
+    Removed tokens get ``-inf``; ``log_softmax`` of the result is the sampler's log-prob.
+    """
+    scores = logits.float() / cfg.temperature
+    if cfg.top_k > 0 and cfg.top_k < scores.shape[-1]:
+        kth = torch.topk(scores, cfg.top_k, dim=-1).values[..., -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    if cfg.top_p < 1.0:
+        sorted_scores, order = torch.sort(scores, dim=-1, descending=True)
+        probs = torch.softmax(sorted_scores, dim=-1)
+        # drop a token when the tokens before it already hold top_p of the mass
+        drop_sorted = (probs.cumsum(-1) - probs) > cfg.top_p
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        scores = scores.masked_fill(drop, float("-inf"))
+    return scores
+
+
+def _chunk_stats(
+    head: Callable[[torch.Tensor], torch.Tensor],
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    cfg: SamplingConfig,
+    with_entropy: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probs of ``targets`` and entropies for one chunk (autograd-friendly)."""
+    scores = processed_logits(head(hidden), cfg)
+    logp = torch.log_softmax(scores, dim=-1)
+    taken = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).clamp(min=LOGPROB_FLOOR)
+    if not with_entropy:
+        return taken, torch.zeros_like(taken)
+    return taken, _entropy(logp, cfg)[0]
+
+
+def _entropy(
+    logp: torch.Tensor, cfg: SamplingConfig, probs: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Entropy per row, and ``log p`` with removed tokens (``-inf``) as 0."""
+    finite_logp = logp if cfg.is_temperature_only else torch.nan_to_num(logp, neginf=0.0)
+    plogp = (logp.exp() if probs is None else probs) * finite_logp
+    return -plogp.sum(-1), finite_logp
+
+
+class _FusedHeadLogprobs(torch.autograd.Function):
+    """Log-probs and entropies through a frozen linear output layer, chunk by chunk.
+
+    The backward pass needs only ``d/dhidden``, which per position is
+    ``W^T (onehot - p) / T`` for the log-prob and ``-W^T p (log p + H) / T`` for
+    the entropy; both ``[n, hidden]`` products are formed in the forward pass,
+    chunk by chunk, so the logits are never kept nor recomputed.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+        targets: torch.Tensor, cfg: SamplingConfig, with_entropy: bool, step: int,
+    ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        n = hidden.shape[0]
+        taken = torch.empty(n, device=hidden.device, dtype=torch.float32)
+        ent = torch.zeros(n, device=hidden.device, dtype=torch.float32)
+        grad_lp = torch.empty(hidden.shape, device=hidden.device, dtype=torch.float32)
+        grad_ent = torch.zeros_like(grad_lp) if with_entropy else None
+        for start in range(0, n, step):
+            part = slice(start, start + step)
+            y = targets[part]
+            logits = torch.nn.functional.linear(hidden[part], weight, bias)
+            logp = torch.log_softmax(processed_logits(logits, cfg), dim=-1)
+            del logits
+            lp = logp.gather(-1, y.unsqueeze(-1)).squeeze(-1)
+            taken[part] = lp.clamp(min=LOGPROB_FLOOR)
+            p = logp.exp()
+            if with_entropy:
+                h_rows, finite_logp = _entropy(logp, cfg, p)
+                ent[part] = h_rows
+                g = p * (finite_logp + h_rows.unsqueeze(-1))  # -(dH/dscores)
+                grad_ent[part] = -(g.to(weight.dtype) @ weight).float() / cfg.temperature
+                del g, finite_logp
+            del logp
+            p.neg_()
+            p.scatter_add_(-1, y.unsqueeze(-1), torch.ones_like(lp).unsqueeze(-1))  # onehot - p
+            p[lp < LOGPROB_FLOOR] = 0.0  # clamped at the floor: no gradient
+            grad_lp[part] = (p.to(weight.dtype) @ weight).float() / cfg.temperature
+            del p
+        ctx.save_for_backward(grad_lp, *(() if grad_ent is None else (grad_ent,)))
+        ctx.hidden_dtype = hidden.dtype
+        ctx.mark_non_differentiable(*(() if with_entropy else (ent,)))
+        return taken, ent
+
+    @staticmethod
+    def backward(ctx: Any, g_lp: torch.Tensor, g_ent: torch.Tensor) -> tuple:  # type: ignore[override]
+        grad_lp, *rest = ctx.saved_tensors
+        grad = g_lp.unsqueeze(-1) * grad_lp
+        if rest and g_ent is not None:
+            grad = grad + g_ent.unsqueeze(-1) * rest[0]
+        return grad.to(ctx.hidden_dtype), None, None, None, None, None, None
+
+
+def token_logprobs(
+    hidden: torch.Tensor,
+    head: Callable[[torch.Tensor], torch.Tensor],
+    targets: torch.Tensor,
+    mask: torch.Tensor,
+    cfg: SamplingConfig,
+    with_entropy: bool = False,
+    chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
+    vocab_size: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probs of ``targets`` (and entropies) from hidden states, chunk by chunk.
+
+    Args:
+        hidden: ``[B, T, H]`` final hidden states (position ``t`` predicts ``targets[:, t]``).
+        head: the output layer (hidden -> logits), e.g. ``model.get_output_embeddings()``.
+        targets: ``[B, T]`` token ids.
+        mask: ``[B, T]``; positions with 0 are skipped (their outputs are 0).
+        cfg: the sampling distribution whose log-probs are wanted.
+        with_entropy: also return the entropy of that distribution (else ``None``).
+        chunk_elements: at most this many logits exist at once (per chunk).
+        vocab_size: the head's output size (for the chunk length; read from ``head`` if None).
+
+    Returns:
+        ``(logprobs [B, T], entropy [B, T] or None)`` in float32.
+
+    >>> head = torch.nn.Linear(4, 6, bias=False)
+    >>> h, y = torch.randn(2, 3, 4), torch.randint(0, 6, (2, 3))
+    >>> lp, _ = token_logprobs(h, head, y, torch.ones(2, 3), SamplingConfig(), chunk_elements=6)
+    >>> full = torch.log_softmax(head(h), -1).gather(-1, y.unsqueeze(-1)).squeeze(-1)
+    >>> bool(torch.allclose(lp, full, atol=1e-6))
+    True
+    """
+    b, t = targets.shape
+    flat_mask = mask.reshape(-1) > 0
+    rows = flat_mask.nonzero().squeeze(-1)
+    out_lp = torch.zeros(b * t, device=hidden.device, dtype=torch.float32)
+    out_ent = torch.zeros(b * t, device=hidden.device, dtype=torch.float32)
+    if rows.numel():
+        h = hidden.reshape(b * t, -1).index_select(0, rows)
+        y = targets.reshape(-1).index_select(0, rows)
+        vocab = vocab_size or int(getattr(head, "out_features", 0) or head(h[:1]).shape[-1])
+        step = max(1, chunk_elements // max(1, vocab))
+        grad = torch.is_grad_enabled() and h.requires_grad
+        if grad and _frozen_linear(head):
+            lp_all, ent_all = _FusedHeadLogprobs.apply(
+                h, head.weight, head.bias, y, cfg, with_entropy, step
+            )
+            lps, ents = [lp_all], [ent_all]
+        else:  # any other head: chunks recomputed in the backward pass (checkpointing)
+            lps, ents = [], []
+            for start in range(0, h.shape[0], step):
+                args = (head, h[start : start + step], y[start : start + step], cfg, with_entropy)
+                lp, ent = checkpoint(_chunk_stats, *args, use_reentrant=False) if grad else (
+                    _chunk_stats(*args))  # fmt: skip
+                lps.append(lp)
+                ents.append(ent)
+        out_lp = out_lp.index_put((rows,), torch.cat(lps))
+        if with_entropy:
+            out_ent = out_ent.index_put((rows,), torch.cat(ents))
+    lp = out_lp.view(b, t)
+    return lp, (out_ent.view(b, t) if with_entropy else None)
+
+
+def _frozen_linear(head: Any) -> bool:
+    """A plain linear output layer that does not learn (the fused path's condition)."""
+    return (
+        isinstance(head, torch.nn.Linear)
+        and not head.weight.requires_grad
+        and (head.bias is None or not head.bias.requires_grad)
+    )
+
+
+@dataclass
+class SampledActions:
+    """What :func:`sample_actions` returns, one entry per row.
+
+    Attributes:
+        action_ids: generated tokens, the stop token included when one was produced.
+        sampler_logprobs: the sampler's log-prob of each token (empty lists when greedy).
+        truncated: True when the action hit ``max_new_tokens`` without a stop token.
+    """
+
+    action_ids: list[list[int]]
+    sampler_logprobs: list[list[float]]
+    truncated: list[bool]
+
+
+@torch.no_grad()
+def sample_actions(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    cfg: SamplingConfig,
+    max_new_tokens: int,
+    stop_ids: Iterable[int],
+    pad_id: int,
+    greedy: bool = False,
+) -> SampledActions:
+    """Sample (or greedily decode) actions for left-padded prompts with a KV cache.
+
+    Every row stops at the first token in ``stop_ids`` (kept in its action) or
+    after ``max_new_tokens`` tokens (then flagged ``truncated``). Randomness
+    comes from torch's global generator (seed it for reproducible rollouts).
+    """
+    b = input_ids.shape[0]
+    device = input_ids.device
+    stops = torch.tensor(sorted(set(stop_ids)), dtype=torch.long, device=device)
+    mask = attention_mask.clone()
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    next_pos = mask.sum(-1)
+    step_ids, step_pos = input_ids, positions
+    done = torch.zeros(b, dtype=torch.bool, device=device)
+    tokens: list[torch.Tensor] = []
+    logps: list[torch.Tensor] = []
+    cache_arg = _cache_argument(model)
+    past = None
+    for _ in range(max_new_tokens):
+        out = model(
+            input_ids=step_ids, attention_mask=mask, position_ids=step_pos,
+            use_cache=True, logits_to_keep=1, **{cache_arg: past},
+        )  # fmt: skip
+        past = getattr(out, cache_arg, None)
+        logits = out.logits[:, -1]
+        if greedy:
+            tok = logits.argmax(-1)
+            lp = torch.zeros(b, device=device)
+        else:
+            logp = torch.log_softmax(processed_logits(logits, cfg), dim=-1)
+            tok = torch.multinomial(logp.exp(), 1).squeeze(-1)
+            lp = logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1)
+        tok = torch.where(done, torch.full_like(tok, pad_id), tok)
+        tokens.append(tok)
+        logps.append(lp)
+        live = ~done
+        done = done | torch.isin(tok, stops)
+        if bool(done.all()):
+            break
+        mask = torch.cat([mask, live.long().unsqueeze(-1)], dim=-1)
+        step_ids, step_pos = tok.unsqueeze(-1), next_pos.unsqueeze(-1)
+        next_pos = next_pos + live.long()
+    return _collect(tokens, logps, stops, greedy, b)
+
+
+def _cache_argument(model: Any) -> str:
+    """The KV-cache keyword of the model's forward: ``cache`` (transformers >= 5.2x) or
+    ``past_key_values`` (earlier versions); the output field has the same name."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    params = inspect.signature(base.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _collect(
+    tokens: Sequence[torch.Tensor], logps: Sequence[torch.Tensor], stops: torch.Tensor,
+    greedy: bool, b: int,
+) -> SampledActions:  # fmt: skip
+    if not tokens:
+        return SampledActions([[] for _ in range(b)], [[] for _ in range(b)], [True] * b)
+    tok = torch.stack(list(tokens), dim=1).cpu()
+    lp = torch.stack(list(logps), dim=1).float().cpu()
+    is_stop = torch.isin(tok, stops.cpu())
+    actions, logprobs, truncated = [], [], []
+    for i in range(b):
+        hits = is_stop[i].nonzero()
+        end = int(hits[0]) + 1 if hits.numel() else tok.shape[1]
+        actions.append(tok[i, :end].tolist())
+        logprobs.append([] if greedy else lp[i, :end].tolist())
+        truncated.append(not hits.numel())
+    return SampledActions(actions, logprobs, truncated)
+
+
+def stop_token_ids(model: Any, tokenizer: Any) -> list[int]:
+    """Every id that ends an action: the model's and generation config's EOS ids, the
+    tokenizer's EOS, and the token that ends an assistant turn in its chat template.
+
+    >>> from types import SimpleNamespace as S
+    >>> m = S(config=S(eos_token_id=2), generation_config=S(eos_token_id=[2, 7]))
+    >>> stop_token_ids(m, S(eos_token_id=2, chat_template=None))
+    [2, 7]
+    """
+    found: list[int] = []
+    for source in (getattr(model, "generation_config", None), getattr(model, "config", None)):
+        eos = getattr(source, "eos_token_id", None)
+        found += list(eos) if isinstance(eos, (list, tuple)) else [eos]
+    found.append(getattr(tokenizer, "eos_token_id", None))
+    found.append(chat_turn_end_id(tokenizer))
+    return sorted({int(i) for i in found if isinstance(i, int) and i >= 0})
+
+
+def chat_turn_end_id(tokenizer: Any) -> int | None:
+    """The special token a chat template writes right after an assistant message, if any.
+
+    Found by rendering a two-message chat with a marker answer (e.g. ``<|im_end|>``
+    for Qwen, ``<|eot_id|>`` for Llama 3); ``None`` without a chat template.
+    """
+    if not getattr(tokenizer, "chat_template", None):
+        return None
+    marker = "flexmg-turn-marker"
+    try:
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "hi"}, {"role": "assistant", "content": marker}],
+            tokenize=False,
+        )
+    except Exception:  # noqa: BLE001 - a template that cannot render has no turn end to find
+        return None
+    if marker not in text:
+        return None
+    rest = text.split(marker, 1)[1]
+    ids = tokenizer(rest, add_special_tokens=False)["input_ids"] if rest else []
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    special |= set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
+    return int(ids[0]) if ids and ids[0] in special else None

@@ -172,15 +172,14 @@ def test_loader_errors_are_clear(tmp_path: Path) -> None:
 
 
 def test_source_splits_never_overlap_and_cover_everything() -> None:
-    train = make_code_source(split="train")
-    held = make_code_source(split="eval")
-    every = make_code_source(split="all")
+    train = make_code_source("builtin", split="train")
+    held = make_code_source("builtin", split="eval")
+    every = make_code_source("builtin", split="all")
     train_ids = {t.id for t in train.tasks}
     eval_ids = {t.id for t in held.tasks}
     assert not train_ids & eval_ids
     assert train_ids | eval_ids == {t.id for t in every.tasks}
     assert len(every) == len(builtin_tasks()) and len(held) > 0
-    assert make_code_source("builtin", split="train").tasks == train.tasks
 
 
 def test_source_is_deterministic_by_index() -> None:
@@ -189,12 +188,14 @@ def test_source_is_deterministic_by_index() -> None:
 
 
 def test_source_difficulty_filter() -> None:
-    easy = make_code_source(split="all", difficulty=1)
+    easy = make_code_source("builtin", split="all", difficulty=1)
     assert {t.meta["difficulty"] for t in easy.tasks} == {1}
-    mid_hard = make_code_source(split="all", difficulty=[2, 3])
+    mid_hard = make_code_source("builtin", split="all", difficulty=[2, 3])
     assert {t.meta["difficulty"] for t in mid_hard.tasks} == {2, 3}
     with pytest.raises(ValueError, match="difficulty"):
-        make_code_source(difficulty=7)
+        make_code_source("builtin", difficulty=7)
+    with pytest.raises(ValueError, match="difficulty"):
+        make_code_source(difficulty=7)  # the default (procedural) family: 1..5
 
 
 def test_source_from_path_and_list(tmp_path: Path) -> None:

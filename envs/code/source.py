@@ -4,32 +4,44 @@ Example:
     >>> src = make_code_source(split="train", difficulty=1)
     >>> src.get(0).meta["difficulty"]
     1
+    >>> make_code_source({"name": "procedural", "difficulty": 2}).get(0).meta["source"]
+    'procedural'
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
-from flexmg.tasks import ListTaskSource, Split, Task
+from flexmg.tasks import ListTaskSource, Split, Task, TaskSource
 
 from .loaders import builtin_tasks, load_tasks
+from .procedural import CODE_GENERATORS
 
-__all__ = ["make_code_source"]
+__all__ = ["DEFAULT_CODE_TASKS", "make_code_source"]
 
-TaskSpec = str | PathLike[str] | Sequence[Task] | None
+TaskSpec = str | PathLike[str] | Mapping[str, Any] | Sequence[Task] | None
+
+# What ``tasks=None`` means for the code envs. Issue 12 item 4: the default was
+# "builtin" (60 hand-written tasks); it is now the procedural family, which
+# changes what code-Nagent returns (an env version bump). Put "builtin" back
+# here to restore the old default.
+DEFAULT_CODE_TASKS = "procedural"
 
 
 def _resolve(tasks: TaskSpec) -> tuple[list[Task], str]:
-    if tasks is None or (isinstance(tasks, str) and tasks == "builtin"):
+    if isinstance(tasks, str) and tasks == "builtin":
         return builtin_tasks(), "code-builtin"
     if isinstance(tasks, (str, PathLike)):
         path = Path(tasks)
         if not path.is_file():
             raise FileNotFoundError(
-                f"code tasks {str(tasks)!r}: not 'builtin' and not an existing file; pass "
-                "None/'builtin', a HumanEval or MBPP jsonl path, or a list of Task"
+                f"code tasks {str(tasks)!r}: not a family name and not an existing file; "
+                f"pass None, 'builtin', one of {sorted(CODE_GENERATORS)} (or a dict "
+                "{'name': ..., 'difficulty': 1-5, 'seed': ...}), a HumanEval or MBPP jsonl "
+                "path, or a list of Task"
             )
         stem = path.name.split(".")[0]
         return load_tasks(path), f"code-{stem}"
@@ -40,7 +52,8 @@ def _resolve(tasks: TaskSpec) -> tuple[list[Task], str]:
             raise TypeError(f"tasks list must hold flexmg.tasks.Task objects, found {bad[0]}")
         return items, "code-list"
     raise TypeError(
-        f"tasks must be None, 'builtin', a path or a list of Task, got {type(tasks).__name__}"
+        f"tasks must be None, 'builtin', a family name or dict, a path or a list of Task, "
+        f"got {type(tasks).__name__}"
     )
 
 
@@ -53,27 +66,61 @@ def _levels(difficulty: int | Iterable[int] | None) -> set[int] | None:
     return levels
 
 
+def _procedural(
+    tasks: str | Mapping[str, Any],
+    split: Split,
+    difficulty: int | Iterable[int] | None,
+    eval_fraction: float,
+) -> TaskSource:
+    config = {"name": tasks} if isinstance(tasks, str) else dict(tasks)
+    name = config.pop("name", None)
+    if name not in CODE_GENERATORS:
+        raise ValueError(
+            f"code task config needs a family 'name' from {sorted(CODE_GENERATORS)}, got {name!r}"
+        )
+    if difficulty is not None:
+        config["difficulty"] = difficulty
+    config.setdefault("eval_fraction", eval_fraction)
+    try:
+        return CODE_GENERATORS[name](split=split, **config)
+    except TypeError as e:
+        raise ValueError(
+            f"bad options for code task family {name!r}: {e}; it takes difficulty, seed, "
+            "eval_fraction and config"
+        ) from None
+
+
 def make_code_source(
     tasks: TaskSpec = None,
     split: Split = "train",
     difficulty: int | Iterable[int] | None = None,
     eval_fraction: float = 0.2,
-) -> ListTaskSource:
+) -> TaskSource:
     """A deterministic code task source.
 
     Args:
-        tasks: ``None`` or ``"builtin"`` (the built-in set), a path to a
-            HumanEval / MBPP file (see :func:`load_tasks`), or a list of Task.
-        split: ``"train"``, ``"eval"`` or ``"all"``; decided per task id, so
-            train and eval never overlap.
-        difficulty: keep only tasks of this level (1..3) or these levels.
+        tasks: ``None`` (:data:`DEFAULT_CODE_TASKS`: the procedural family),
+            ``"procedural"`` or ``{"name": "procedural", "difficulty": 2,
+            "seed": 0}`` (seeded generated tasks, see
+            :class:`~flexmg.envs.code.procedural.ProceduralCodeTasks`),
+            ``"builtin"`` (the built-in set), a path to a HumanEval / MBPP
+            file (see :func:`load_tasks`), or a list of Task.
+        split: ``"train"``, ``"eval"`` or ``"all"``; train and eval never
+            overlap (decided per task id for finite sets, per canonical form
+            for the procedural family).
+        difficulty: only this level or these levels (1..5 for the procedural
+            family, 1..3 for task sets).
         eval_fraction: share of tasks held out for ``"eval"``.
 
-    >>> train = make_code_source(split="train")
-    >>> held_out = make_code_source(split="eval")
+    >>> train = make_code_source("builtin", split="train")
+    >>> held_out = make_code_source("builtin", split="eval")
     >>> {t.id for t in train.tasks} & {t.id for t in held_out.tasks}
     set()
     """
+    if tasks is None:
+        tasks = DEFAULT_CODE_TASKS
+    if isinstance(tasks, Mapping) or (isinstance(tasks, str) and tasks in CODE_GENERATORS):
+        return _procedural(tasks, split, difficulty, eval_fraction)
     items, name = _resolve(tasks)
     levels = _levels(difficulty)
     if levels is not None:

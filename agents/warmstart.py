@@ -1,31 +1,29 @@
-"""Warm-start the tiny model: a short supervised pass on noisy-teacher math transcripts.
+"""Warm-start the tiny model: a short supervised pass on noisy-teacher transcripts.
 
 The tiny model starts from random weights, so RL alone would never find a
 ``\\boxed{...}`` answer. This script trains it (all weights, seeded, one CPU
 thread so the result is bit-for-bit reproducible) on role-formatted transcripts
-of math-1agent .. math-4agent episodes written by a *noisy teacher*:
+of the math workflows (``math-1agent`` .. ``math-4agent``, roles read from the
+registry) on train-split arithmetic (the math envs' default task, operands up
+to 40, plus some up to 99), written by the noisy teacher of
+:mod:`flexmg.agents.teacher`: right 40% of the time, its one systematic slip
+(``gold + 1``) 50%, noise otherwise, answers boxed 95% of the time.
 
-* its value is the gold answer with probability ``P_RIGHT`` and otherwise the
-  teacher's one systematic slip, gold + 1;
-* it boxes the value (``\\boxed{12}``, what the grader reads) with probability
-  ``P_BOX[op]`` (high for ``+``, low for ``-`` problems) and otherwise writes the
-  bare value (``12``), which the grader scores 0;
-* every later role copies its predecessor's value with probability ``P_COPY``
-  and otherwise computes its own; each role picks its own format.
+So the warm-started model formats almost every answer and does the arithmetic,
+but greedy decoding follows the slip while sampling often finds the right
+value: its greedy correctness sits far below its pass@8, and RL has a
+learnable signal (avoid the slip) that carries over to unseen problems.
 
-So the warm-started model does the arithmetic but often forgets the box: it
-starts well above 0 and well below its ceiling, and RL has a learnable signal
-that carries over to held-out problems (always box; avoid the slip).
+``--code-weight 0.2`` mixes in the procedural code family (train split,
+``code-1agent`` .. ``code-3agent``) written by the code teacher; the shipped
+checkpoint is math-only (``code_weight`` 0).
 
 Run ``python -m flexmg.agents.warmstart`` to rebuild ``agents/assets/tiny/``
-(``--check`` rebuilds into a temp folder and compares with the shipped weights).
+(``--check`` rebuilds in memory and compares with the shipped weights).
 
 Example:
-    >>> from flexmg.agents.warmstart import teacher_episode
-    >>> import random
-    >>> ex = teacher_episode("What is 2 + 3?", "5", ["solver"], random.Random(0))
-    >>> ex[0][0]
-    'Q:What is 2 + 3?\\n[solver]:'
+    >>> workflow_roles("math-3agent")
+    ('planner', 'solver', 'verifier')
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ import json
 import math
 import os
 import random
-import re
 import shutil
 import sys
 import tempfile
@@ -46,110 +43,113 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from flexmg.agents.llm_agent import compact_prompt
+from flexmg.agents.teacher import CodeTeacher, MathTeacher, Teacher, teacher_episode
 from flexmg.agents.tiny_model import TINY_ASSET_DIR, build_tiny_model, count_parameters, tiny_config
 from flexmg.agents.tokenizer import build_char_tokenizer
-
-from flexmg.tasks import Task
-
-# The workflows of flexmg.envs.workflows (roles in graph order; every earlier role is
-# a predecessor) and how often each appears in the warm-start data.
-WORKFLOWS: dict[str, tuple[str, ...]] = {
-    "math-1agent": ("solver",),
-    "math-2agent": ("solver", "verifier"),
-    "math-3agent": ("planner", "solver", "verifier"),
-    "math-4agent": ("decomposer", "planner", "executor", "verifier"),
-}
-WORKFLOW_WEIGHTS = (0.3, 0.3, 0.2, 0.2)
-P_RIGHT = 0.85
-P_BOX: dict[str, float] = {"+": 0.6, "-": 0.25, "*": 0.4}
-P_BOX_DEFAULT = 0.4
-P_COPY = 0.6
+from tqdm import tqdm
 
 DEFAULTS: dict[str, Any] = {
     "seed": 0,
-    "steps": 600,
-    "batch_size": 64,
+    "steps": 900,
+    "batch_size": 32,
     "lr": 3e-3,
-    "warmup": 50,
-    "difficulty": 1,
+    "warmup": 100,
+    # The shipped checkpoint is math-only: a code mix (e.g. 0.2) is supported but was not
+    # trained for lack of CPU time (see default_mixtures and the code teacher).
+    "code_weight": 0.0,
 }
 
 
 # ----------------------------------------------------------------------- data
-class _FallbackArithmetic:
-    """Procedural 'What is a op b?' tasks, used only when flexmg.envs.math is absent."""
-
-    name = "fallback-arithmetic"
-
-    def __init__(self, split: str, difficulty: int) -> None:
-        self.split, self.hi = split, 10 ** max(1, difficulty)
-
-    def get(self, index: int) -> Task:
-        from flexmg.tasks import stable_hash
-
-        k = 0
-        while True:
-            rng = random.Random(stable_hash("fallback-arith", index, k))
-            a, b, op = rng.randrange(self.hi), rng.randrange(self.hi), rng.choice("+-*")
-            prompt = f"What is {a} {op} {b}?"
-            in_eval = stable_hash("split", prompt) % 5 == 0
-            if self.split == "all" or in_eval == (self.split == "eval"):
-                value = a + b if op == "+" else a - b if op == "-" else a * b
-                return Task(id=f"{self.name}/{index}", prompt=prompt, answer=str(value))
-            k += 1
+# Training tasks: (math_source spec, weight); always the train split. Difficulty 1 is the
+# math envs' default task (operands up to 40); difficulty 2 (up to 99) adds breadth.
+MATH_TASKS: tuple[tuple[dict[str, Any], float], ...] = (
+    ({"name": "arithmetic", "difficulty": 1}, 0.85),
+    ({"name": "arithmetic", "difficulty": 2}, 0.15),
+)
+# Workflows (registered env ids) in the warm-start data and their weights.
+MATH_WORKFLOWS: tuple[tuple[str, float], ...] = (
+    ("math-1agent", 0.3),
+    ("math-2agent", 0.5),
+    ("math-3agent", 0.12),
+    ("math-4agent", 0.08),
+)
 
 
-def math_source(split: str, difficulty: int) -> Any:
-    """The project's arithmetic source, or a same-format fallback while it is missing."""
+# The procedural code family (train split) and the code workflows; DEFAULTS["code_weight"]
+# is the share of code episodes in the warm-start data.
+CODE_TASKS: dict[str, Any] = {"name": "procedural"}
+# (code-4agent is left out: its tester writes asserts that the env runs, not solutions.)
+CODE_WORKFLOWS: tuple[tuple[str, float], ...] = (
+    ("code-1agent", 0.3),
+    ("code-2agent", 0.55),
+    ("code-3agent", 0.15),
+)
+
+
+def workflow_roles(env_id: str) -> tuple[str, ...]:
+    """The roles of a registered env in graph order, read from the registry.
+
+    >>> workflow_roles("math-2agent")
+    ('solver', 'verifier')
+    """
+    import flexmg
+
+    env = flexmg.make(env_id)
     try:
-        from flexmg.envs.math import make_math_source
-
-        return make_math_source("arithmetic", split=split, difficulty=difficulty)
-    except ImportError:
-        return _FallbackArithmetic(split, difficulty)
+        return tuple(env.possible_agents)
+    finally:
+        env.close()
 
 
-_OP = re.compile(r"\d\s*([+\-*/x×])\s*-?\d")
+class _Mixture:
+    """Draws (task, roles) from weighted task sources and weighted workflows."""
+
+    def __init__(
+        self,
+        sources: Sequence[tuple[Any, float]],
+        workflows: Sequence[tuple[tuple[str, ...], float]],
+        teacher: Teacher,
+    ) -> None:
+        self.sources, self.source_weights = zip(*sources, strict=True)
+        self.workflows, self.workflow_weights = zip(*workflows, strict=True)
+        self.teacher = teacher
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-friendly description of the data (stored in ``warmstart.json``)."""
+        describe = getattr(self.teacher, "describe", None)
+        return {
+            "sources": [getattr(s, "name", type(s).__name__) + f"/{getattr(s, 'difficulty', '')}"
+                        for s in self.sources],
+            "source_weights": list(self.source_weights),
+            "workflows": [list(w) for w in self.workflows],
+            "workflow_weights": list(self.workflow_weights),
+            "teacher": describe() if describe else repr(self.teacher),
+        }  # fmt: skip
+
+    def pairs(self, rng: random.Random) -> list[tuple[str, str]]:
+        source = rng.choices(self.sources, self.source_weights)[0]
+        task = source.get(rng.randrange(1 << 30))
+        roles = rng.choices(self.workflows, self.workflow_weights)[0]
+        return teacher_episode(task, roles, self.teacher, rng)
 
 
-def _slip(answer: str) -> str:
-    """The noisy teacher's systematic wrong answer: gold + 1 (or a changed last char)."""
-    try:
-        return str(int(answer.strip()) + 1)
-    except ValueError:
-        return answer.strip() + "1"
+def math_mixture(teacher: Teacher | None = None) -> _Mixture:
+    """The math part of the warm-start data (train split only)."""
+    from flexmg.envs.math import make_math_source
+
+    sources = [(make_math_source(spec, split="train"), w) for spec, w in MATH_TASKS]
+    workflows = [(workflow_roles(env_id), w) for env_id, w in MATH_WORKFLOWS]
+    return _Mixture(sources, workflows, teacher or MathTeacher())
 
 
-def _noisy_value(answer: str, rng: random.Random) -> str:
-    return answer.strip() if rng.random() < P_RIGHT else _slip(answer)
+def code_mixture(teacher: Teacher | None = None) -> _Mixture:
+    """The code part of the warm-start data: procedural tasks, train split only."""
+    from flexmg.envs.code import make_code_source
 
-
-def _noisy_format(task: str, value: str, rng: random.Random) -> str:
-    found = _OP.search(task)
-    p = P_BOX.get(found.group(1), P_BOX_DEFAULT) if found else P_BOX_DEFAULT
-    return "\\boxed{" + value + "}" if rng.random() < p else value
-
-
-def teacher_episode(
-    task: str, answer: str, roles: Sequence[str], rng: random.Random
-) -> list[tuple[str, str]]:
-    """(compact prompt, action) pairs of one noisy-teacher episode (round 0)."""
-    outputs: list[tuple[str, str]] = []
-    pairs = []
-    last = ""
-    for i, role in enumerate(roles):
-        if i > 0 and rng.random() < P_COPY:
-            guess = last
-        else:
-            guess = _noisy_value(answer, rng)
-        action = _noisy_format(task, guess, rng)
-        context = "\n".join(f"[{r}]: {a}" for r, a in outputs)
-        obs = {"task": task, "role": role, "context": context, "feedback": "", "round": 0}
-        pairs.append((compact_prompt(obs), action))
-        outputs.append((role, action))
-        last = guess
-    return pairs
+    source = make_code_source(CODE_TASKS["name"], split="train")
+    workflows = [(workflow_roles(env_id), w) for env_id, w in CODE_WORKFLOWS]
+    return _Mixture([(source, 1.0)], workflows, teacher or CodeTeacher())
 
 
 def _batch(
@@ -173,77 +173,42 @@ def _batch(
     return ids, attn, loss_mask
 
 
-# ---------------------------------------------------------------- evaluation
-def _boxed_last(text: str) -> str | None:
-    try:
-        from flexmg.envs.math import extract_boxed
-    except ImportError:  # pragma: no cover - the env package is part of the repo
-        found = re.findall(r"\\boxed\{([^{}]*)\}", text)
-    else:
-        found = extract_boxed(text)
-    return found[-1].strip() if found else None
-
-
-@torch.no_grad()
-def team_accuracy(
-    model: Any,
-    tokenizer: Any,
-    tasks: Sequence[Task],
-    roles: Sequence[str] = ("solver",),
-    greedy: bool = True,
-    max_new_tokens: int = 16,
-    seed: int = 0,
-) -> float:
-    """Share of tasks whose last role's last ``\\boxed{}`` equals the gold answer.
-
-    Roles act in order, each seeing its predecessors' outputs (compact prompts).
-    """
-    if not tasks:
-        raise ValueError("team_accuracy needs at least one task")
-    outputs: list[list[tuple[str, str]]] = [[] for _ in tasks]
-    texts: list[str] = []
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        for role in roles:
-            prompts = []
-            for t, prev in zip(tasks, outputs, strict=True):
-                context = "\n".join(f"[{r}]: {a}" for r, a in prev)
-                obs = {"task": t.prompt, "role": role, "context": context}
-                ids = [tokenizer.bos_token_id]
-                ids += tokenizer(compact_prompt(obs), add_special_tokens=False)["input_ids"]
-                prompts.append(ids)
-            width = max(len(p) for p in prompts)
-            ids_t = torch.full((len(prompts), width), tokenizer.pad_token_id, dtype=torch.long)
-            attn = torch.zeros_like(ids_t)
-            for i, p in enumerate(prompts):
-                ids_t[i, width - len(p) :] = torch.tensor(p)
-                attn[i, width - len(p) :] = 1
-            out = model.generate(
-                input_ids=ids_t,
-                attention_mask=attn,
-                do_sample=not greedy,
-                top_k=0 if greedy else 50,
-                max_new_tokens=max_new_tokens,
-                pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=tokenizer.eos_token_id,
-            )
-            texts = tokenizer.batch_decode(out[:, width:], skip_special_tokens=True)
-            for prev, text in zip(outputs, texts, strict=True):
-                prev.append((role, text))
-    right = sum(_boxed_last(text) == t.answer.strip() for t, text in zip(tasks, texts, strict=True))
-    return right / len(tasks)
-
-
 # ------------------------------------------------------------------ training
+BUCKETS = 8  # batches drawn at once and grouped by length (less padding, same data)
+
+
+def _length_buckets(
+    parts: Sequence[_Mixture], weights: Sequence[float], batch_size: int, rng: random.Random
+) -> list[list[tuple[str, str]]]:
+    """``BUCKETS`` batches of teacher pairs, each of similar lengths, in random order."""
+    pool: list[tuple[str, str]] = []
+    while len(pool) < batch_size * BUCKETS:
+        pool += rng.choices(parts, weights)[0].pairs(rng)
+    pool = sorted(pool[: batch_size * BUCKETS], key=lambda pair: len(pair[0]) + len(pair[1]))
+    batches = [pool[i : i + batch_size] for i in range(0, len(pool), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def default_mixtures(code_weight: float = 0.0) -> list[tuple[_Mixture, float]]:
+    """The warm-start data: (mixture, weight) pairs of math and procedural code."""
+    if not 0.0 <= code_weight < 1.0:
+        raise ValueError(f"code_weight must be in [0, 1), got {code_weight!r}")
+    parts = [(math_mixture(), 1.0 - code_weight)]
+    return parts + [(code_mixture(), code_weight)] if code_weight > 0 else parts
+
+
 def train(
     seed: int = 0,
-    steps: int = 1500,
-    batch_size: int = 64,
+    steps: int = 900,
+    batch_size: int = 32,
     lr: float = 3e-3,
-    warmup: int = 50,
-    difficulty: int = 1,
+    warmup: int = 100,
+    code_weight: float = 0.0,
     log_every: int = 100,
     config_overrides: dict[str, Any] | None = None,
+    mixtures: Sequence[tuple[_Mixture, float]] | None = None,
+    progress: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """Train a fresh tiny model on noisy-teacher transcripts; returns (model, info).
 
@@ -251,7 +216,8 @@ def train(
     seeded in a forked RNG, and one intra-op thread during training.
     """
     tokenizer = build_char_tokenizer()
-    source = math_source("train", difficulty)
+    data = list(mixtures) if mixtures is not None else default_mixtures(code_weight)
+    parts, part_weights = zip(*data, strict=True)
     rng = random.Random(seed)
     model = build_tiny_model(seed=seed, config=tiny_config(**(config_overrides or {})))
     model.train()
@@ -267,16 +233,15 @@ def train(
     torch.set_num_threads(1)
     start = time.time()
     losses: list[float] = []
+    bar = tqdm(total=steps, desc="warm start", disable=not progress, file=sys.stderr)
+    batches: list[list[tuple[str, str]]] = []
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             for step in range(steps):
-                pairs: list[tuple[str, str]] = []
-                while len(pairs) < batch_size:
-                    task = source.get(rng.randrange(1 << 30))
-                    roles = rng.choices(list(WORKFLOWS.values()), WORKFLOW_WEIGHTS)[0]
-                    pairs += teacher_episode(task.prompt, task.answer, roles, rng)
-                ids, attn, loss_mask = _batch(pairs[:batch_size], tokenizer)
+                if not batches:
+                    batches = _length_buckets(parts, part_weights, batch_size, rng)
+                ids, attn, loss_mask = _batch(batches.pop(), tokenizer)
                 logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits
                 logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
                 nll = -logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
@@ -288,13 +253,15 @@ def train(
                 opt.step()
                 sched.step()
                 losses.append(float(loss.detach()))
+                bar.update(1)
                 if log_every and (step + 1) % log_every == 0:
                     recent = sum(losses[-log_every:]) / log_every
-                    print(
-                        f"step {step + 1}/{steps} loss {recent:.4f} ({time.time() - start:.0f}s)",
-                        file=sys.stderr,
-                    )
+                    bar.set_postfix(loss=f"{recent:.4f}")
+                    if not progress:
+                        print(f"step {step + 1}/{steps} loss {recent:.4f} "
+                              f"({time.time() - start:.0f}s)", file=sys.stderr)  # fmt: skip
     finally:
+        bar.close()
         torch.set_num_threads(threads)
     model.eval()
     info = {
@@ -303,16 +270,8 @@ def train(
         "batch_size": batch_size,
         "lr": lr,
         "warmup": warmup,
-        "difficulty": difficulty,
-        "task_source": getattr(source, "name", type(source).__name__),
-        "teacher": {
-            "p_right": P_RIGHT,
-            "p_box": P_BOX,
-            "p_box_default": P_BOX_DEFAULT,
-            "p_copy": P_COPY,
-            "slip": "gold + 1",
-            "unboxed": "bare value",
-        },
+        "code_weight": code_weight,
+        "data": [{**part.describe(), "weight": w} for part, w in data],
         "final_loss": sum(losses[-50:]) / max(1, len(losses[-50:])),
         "train_seconds": round(time.time() - start, 1),
         "parameters": count_parameters(model),
@@ -321,17 +280,16 @@ def train(
     return model, info
 
 
-def measure(model: Any, n_tasks: int = 300, difficulty: int = 1, seed: int = 0) -> dict[str, float]:
-    """Held-out (eval split) accuracies: 1-agent greedy/sampled, 2-agent greedy/sampled."""
-    tokenizer = build_char_tokenizer()
-    source = math_source("eval", difficulty)
-    tasks = [source.get(i) for i in range(n_tasks)]
-    out = {}
-    for name, roles in (("1agent", WORKFLOWS["math-1agent"]), ("2agent", WORKFLOWS["math-2agent"])):
-        for greedy in (True, False):
-            key = f"{name}_{'greedy' if greedy else 'sampled'}"
-            out[key] = round(team_accuracy(model, tokenizer, tasks, roles, greedy, seed=seed), 4)
-    return out
+def measure(
+    model: Any, env_id: str = "math-2agent", prompts: int = 200, k: int = 8, seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Step-0 held-out figures of ``model`` on ``env_id``: greedy rates and pass@k (95% CIs)."""
+    from flexmg.agents.pass_at_k import ModelActor
+    from flexmg.agents.pass_at_k import measure as measure_pass_at_k
+
+    actor = ModelActor(model, build_char_tokenizer(), seed=seed)
+    return measure_pass_at_k(env_id, actor, prompts=prompts, k=k, seed=seed, env_kwargs=env_kwargs)
 
 
 def _sha256(path: Path) -> str:
@@ -377,12 +335,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=TINY_ASSET_DIR, help="output folder")
     parser.add_argument("--check", action="store_true",
                         help="rebuild in memory and compare with the checkpoint in --out")  # fmt: skip
-    parser.add_argument("--no-eval", action="store_true", help="skip the accuracy measurement")
+    parser.add_argument("--no-eval", action="store_true", help="skip the held-out measurement")
+    parser.add_argument("--no-progress", action="store_true", help="log lines, no progress bar")
     for key, value in DEFAULTS.items():
         parser.add_argument(f"--{key.replace('_', '-')}", type=type(value), default=value)
     args = parser.parse_args(argv)
     kwargs = {k: getattr(args, k) for k in DEFAULTS}
-    model, info = train(**kwargs)
+    model, info = train(**kwargs, progress=not args.no_progress)
     if args.check:
         from flexmg.agents.tiny_model import load_tiny
 
@@ -391,8 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"reproduced {'exactly' if ok else 'WITH DIFFERENCES'}: {args.out}")
         return 0 if ok else 1
     if not args.no_eval:
-        info["eval"] = measure(model, difficulty=args.difficulty, seed=args.seed)
-        print(json.dumps(info["eval"]))
+        info["eval"] = measure(model, seed=args.seed)
+        print(json.dumps(info["eval"], indent=1))
     save(model, info, args.out)
     print(f"wrote {args.out}")
     return 0

@@ -17,7 +17,9 @@ from flexmg.agents.llm_agent import (
     render_prompt,
     resolve_prompt_style,
 )
+from flexmg.agents.pass_at_k import ModelActor, bootstrap_ci, measure, pass_at_k
 from flexmg.agents.policy import PolicyConfig, TeamPolicy
+from flexmg.agents.teacher import CodeTeacher, MathTeacher, teacher_episode
 from flexmg.agents.tiny_model import (
     TINY_ASSET_DIR,
     build_tiny_model,
@@ -27,6 +29,9 @@ from flexmg.agents.tiny_model import (
     tiny_config,
 )
 from flexmg.agents.tokenizer import CHARACTERS, build_char_tokenizer, char_vocab
+
+import flexmg
+from flexmg.tasks import Task
 
 
 def test_char_tokenizer_round_trip_and_specials() -> None:
@@ -89,23 +94,74 @@ def test_prompt_formats() -> None:
 
 def test_teacher_episode_format() -> None:
     rng = random.Random(0)
-    roles = warmstart.WORKFLOWS["math-3agent"]
-    pairs = warmstart.teacher_episode("What is 2 + 3?", "5", roles, rng)
+    roles = warmstart.workflow_roles("math-3agent")
+    assert roles == tuple(flexmg.make("math-3agent").possible_agents)
+    task = Task(id="t", prompt="What is 2 + 3?", answer="5")
+    pairs = teacher_episode(task, roles, MathTeacher(), rng)
     assert [p.rsplit("\n", 1)[-1] for p, _ in pairs] == ["[planner]:", "[solver]:", "[verifier]:"]
-    assert all(a in ("\\boxed{5}", "\\boxed{6}", "5", "6") for _, a in pairs)
     # Later roles see every predecessor's output, exactly as the env renders context.
     want = f"Q:What is 2 + 3?\n[planner]: {pairs[0][1]}\n[solver]: {pairs[1][1]}\n[verifier]:"
     assert pairs[2][0] == want
-    # The teacher is noisy but not useless: right values and boxes at the set rates.
-    for task, gold, op in (("What is 2 + 3?", "5", "+"), ("What is 9 - 4?", "5", "-")):
-        answers = [
-            warmstart.teacher_episode(task, gold, ["solver"], rng)[0][1] for _ in range(3000)
-        ]
-        boxed = sum(a.startswith("\\boxed{") for a in answers) / len(answers)
-        right = sum(a in ("5", "\\boxed{5}") for a in answers) / len(answers)
-        assert abs(boxed - warmstart.P_BOX[op]) < 0.04, (op, boxed)
-        assert abs(right - warmstart.P_RIGHT) < 0.04, (op, right)
-        assert set(answers) == {"\\boxed{5}", "\\boxed{6}", "5", "6"}
+
+
+def _value(action: str) -> str:
+    return action.removeprefix("\\boxed{").removesuffix("}")
+
+
+def test_math_teacher_rates_right_slip_noise_and_format() -> None:
+    teacher, rng = MathTeacher(), random.Random(1)
+    task = Task(id="t", prompt="What is 40 + 7?", answer="47")
+    actions = [teacher_episode(task, ["solver"], teacher, rng)[0][1] for _ in range(4000)]
+    values = [_value(a) for a in actions]
+    rate = {v: values.count(v) / len(values) for v in set(values)}
+    assert abs(rate["47"] - teacher.p_right) < 0.03 and abs(rate["48"] - teacher.p_slip) < 0.03
+    assert max(r for v, r in rate.items() if v not in ("47", "48")) < 0.05  # noise is spread
+    boxed = sum(a.startswith("\\boxed{") for a in actions) / len(actions)
+    assert abs(boxed - teacher.p_format) < 0.02
+    # The verifier copies its predecessor's value at p_copy and otherwise answers itself.
+    copies = 0
+    for _ in range(2000):
+        solver, verifier = teacher_episode(task, ["solver", "verifier"], teacher, rng)
+        copies += _value(solver[1]) == _value(verifier[1])
+    own_agrees = teacher.p_right**2 + teacher.p_slip**2  # two independent draws agree
+    expected = teacher.p_copy + (1 - teacher.p_copy) * own_agrees
+    assert abs(copies / 2000 - expected) < 0.05
+    with pytest.raises(ValueError, match="p_right \\+ p_slip"):
+        MathTeacher(p_right=0.6, p_slip=0.6)
+    with pytest.raises(ValueError, match="p_copy must be a probability"):
+        MathTeacher(p_copy=1.5)
+
+
+def test_code_teacher_right_slip_and_format_through_the_real_sandbox() -> None:
+    from flexmg.envs.code import grade_code, make_code_source
+    from flexmg.envs.code.procedural import reference_solution, wrong_solutions
+    from flexmg.sandboxes import make_sandbox
+
+    task = make_code_source("procedural", split="train").get(2)
+    teacher, rng = CodeTeacher(), random.Random(0)
+    actions = [teacher_episode(task, ["coder"], teacher, rng)[0][1] for _ in range(2000)]
+    fenced = [a for a in actions if a.startswith("```python\n") and a.endswith("\n```")]
+    assert abs(len(fenced) / len(actions) - teacher.p_format) < 0.02
+    right = "```python\n" + reference_solution(task) + "```"
+    slip = "```python\n" + wrong_solutions(task)[0][1] + "```"
+    assert abs(actions.count(right) / len(fenced) - teacher.p_right) < 0.05
+    assert abs(actions.count(slip) / len(fenced) - teacher.p_slip) < 0.05
+    with make_sandbox("auto", timeout=5.0) as sandbox:
+        assert grade_code(right, task, sandbox).reward == 1.0
+        assert grade_code(slip, task, sandbox).reward < 1.0
+        bare = next(a for a in actions if not a.startswith("```"))
+        assert grade_code(bare, task, sandbox).format_error
+
+
+def test_pass_at_k_estimator_and_bootstrap() -> None:
+    assert pass_at_k(8, 0, 8) == 0.0 and pass_at_k(8, 8, 1) == 1.0
+    assert pass_at_k(10, 3, 1) == pytest.approx(0.3)
+    assert pass_at_k(10, 3, 2) == pytest.approx(1 - (7 * 6) / (10 * 9))
+    with pytest.raises(ValueError, match="0 <= c <= n"):
+        pass_at_k(4, 5, 1)
+    lo, hi = bootstrap_ci([0.0, 1.0] * 50)
+    assert lo < 0.5 < hi and hi - lo < 0.3
+    assert bootstrap_ci([1.0, 1.0]) == (1.0, 1.0)
 
 
 def test_warmstart_is_deterministic_and_saves_atomically(tmp_path: object) -> None:
@@ -113,6 +169,12 @@ def test_warmstart_is_deterministic_and_saves_atomically(tmp_path: object) -> No
     b, _ = warmstart.train(seed=3, steps=3, batch_size=8, log_every=0)
     c, _ = warmstart.train(seed=4, steps=3, batch_size=8, log_every=0)
     assert warmstart.same_weights(a, b) and not warmstart.same_weights(a, c)
+    # Mixing in the procedural code family changes the data, deterministically too.
+    d, info_d = warmstart.train(seed=3, steps=3, batch_size=8, log_every=0, code_weight=0.5)
+    assert not warmstart.same_weights(a, d)
+    assert [part["teacher"]["slip"] for part in info_d["data"]][1].startswith("first systematic")
+    with pytest.raises(ValueError, match="code_weight"):
+        warmstart.default_mixtures(1.0)
     folder = tmp_path / "tiny"  # type: ignore[operator]
     warmstart.save(a, info, folder)
     warmstart.save(a, info, folder)  # replacing an existing checkpoint works
@@ -131,18 +193,19 @@ def _shipped() -> tuple[object, object]:
     return load_tiny()
 
 
-def test_shipped_checkpoint_is_warm_but_not_saturated() -> None:
+def test_shipped_checkpoint_formats_and_has_room_to_learn() -> None:
+    """Step 0 on held-out prompts of the real env: well-formed answers, greedy << pass@8."""
     model, tok = _shipped()
-    source = warmstart.math_source("eval", 1)
-    tasks = [source.get(i) for i in range(104)]
-    sampled = warmstart.team_accuracy(model, tok, tasks, ("solver",), greedy=False, seed=0)
-    greedy = warmstart.team_accuracy(model, tok, tasks, ("solver",), greedy=True)
-    # Above 0 (it answers in the graded format part of the time) and well below the
-    # ceiling (it often forgets the box), so RL has room: see agents/warmstart.py.
-    assert 0.05 < sampled < 0.6, sampled
-    assert 0.05 < greedy < 0.8, greedy
+    actor = ModelActor(model, tok, seed=0)
+    result = measure("math-2agent", actor, prompts=48, k=8)  # the default task's eval split
+    assert result["prompts"] == 48
+    assert result["greedy_format_ok"]["mean"] >= 0.9, result
+    assert result["sampled_format_ok"]["mean"] >= 0.85, result
+    # Greedy follows the teacher's slip; sampling finds the right value far more often.
+    greedy, ceiling = result["greedy_correct"]["mean"], result["pass@8_correct"]["mean"]
+    assert ceiling >= 2 * greedy and ceiling >= greedy + 0.08, result
     manifest = json.loads((TINY_ASSET_DIR / "warmstart.json").read_text())
-    assert manifest["task_source"] == "arithmetic"
+    assert {"seed", "steps", "data", "weights_sha256"} <= set(manifest)
 
 
 def test_default_policy_and_llm_agent_on_the_tiny_model() -> None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from flexmg.agents.base import Agent, as_agent
 
+from flexmg.agents.base import Agent, as_agent
 from flexmg.env import FlexMGEnv
 from flexmg.vector import EpisodeResult, SyncVectorEnv, _VectorBase
 

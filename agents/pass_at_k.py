@@ -35,7 +35,9 @@ _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
 class Actor(Protocol):
     """Acts for one role on a batch of observations."""
 
-    def __call__(self, role: str, observations: Observations, greedy: bool) -> list[str]: ...
+    def __call__(self, role: str, observations: Observations, greedy: bool) -> list[str]:
+        """One message per observation, greedy or sampled."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class ModelActor:
 
     @torch.no_grad()
     def __call__(self, role: str, observations: Observations, greedy: bool) -> list[str]:
+        """Generate one message per observation with the model (greedy or sampled)."""
         from flexmg.agents.llm_agent import compact_prompt
 
         tok = self.tokenizer

@@ -44,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
+
 from flexmg.agents.critic import build_value_heads
 from flexmg.agents.llm_agent import fit_observation, render_prompt, resolve_prompt_style
 from flexmg.agents.sampling import (
@@ -52,7 +54,6 @@ from flexmg.agents.sampling import (
     stop_token_ids,
     token_logprobs,
 )
-from torch import nn
 
 STATE_FORMAT = "flexmg.team_policy.v1"
 _DTYPES = {

@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
 import torch
+
 from flexmg.agents.buffer import RolloutBatch, Sample
 from flexmg.agents.credit import CreditFn, rewards_are_flat
 from flexmg.agents.gae import Chain, assign_advantages

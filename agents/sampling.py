@@ -314,8 +314,11 @@ def sample_actions(
 
 
 def _cache_argument(model: Any) -> str:
-    """The KV-cache keyword of the model's forward: ``cache`` (transformers >= 5.2x) or
-    ``past_key_values`` (earlier versions); the output field has the same name."""
+    """The KV-cache keyword of the model's forward.
+
+    ``cache`` in transformers >= 5.2x, ``past_key_values`` in earlier versions; the
+    output field has the same name.
+    """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     params = inspect.signature(base.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
@@ -341,8 +344,10 @@ def _collect(
 
 
 def stop_token_ids(model: Any, tokenizer: Any) -> list[int]:
-    """Every id that ends an action: the model's and generation config's EOS ids, the
-    tokenizer's EOS, and the token that ends an assistant turn in its chat template.
+    """Every id that ends an action.
+
+    The model's and generation config's EOS ids, the tokenizer's EOS, and the token
+    that ends an assistant turn in its chat template.
 
     >>> from types import SimpleNamespace as S
     >>> m = S(config=S(eos_token_id=2), generation_config=S(eos_token_id=[2, 7]))

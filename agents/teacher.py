@@ -29,7 +29,6 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from flexmg.agents.llm_agent import compact_prompt
-
 from flexmg.tasks import Task
 
 # Offsets of the math teacher's noise (never 0, never the slip's +1).
@@ -100,6 +99,7 @@ class MathTeacher(NoisyTeacherRates):
             return answer.strip() + "1"
 
     def value(self, task: Task, rng: random.Random) -> str:
+        """The teacher's answer value: right, the slip, or noise (gold plus an offset)."""
         kind = self.draw_kind(rng)
         if kind == "right":
             return task.answer.strip()
@@ -111,6 +111,7 @@ class MathTeacher(NoisyTeacherRates):
             return task.answer.strip() + "0"
 
     def render(self, value: str, rng: random.Random) -> str:
+        """The value boxed (well-formed) with probability ``p_format``, else bare."""
         return "\\boxed{" + value + "}" if rng.random() < self.p_format else value
 
     def describe(self) -> dict[str, Any]:
@@ -130,6 +131,7 @@ class CodeTeacher(NoisyTeacherRates):
     """
 
     def value(self, task: Task, rng: random.Random) -> str:
+        """The teacher's solution: the reference, the first mutation (slip), or another."""
         from flexmg.envs.code.procedural import reference_solution, wrong_solutions
 
         kind = self.draw_kind(rng)
@@ -141,6 +143,7 @@ class CodeTeacher(NoisyTeacherRates):
         return rng.choice(wrong[1:])
 
     def render(self, value: str, rng: random.Random) -> str:
+        """The code fenced (well-formed) with probability ``p_format``, else bare."""
         code = value if value.endswith("\n") else value + "\n"
         return "```python\n" + code + "```" if rng.random() < self.p_format else code.rstrip("\n")
 

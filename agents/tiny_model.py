@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from flexmg.agents.tokenizer import build_char_tokenizer, char_vocab
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from flexmg.agents.tokenizer import build_char_tokenizer, char_vocab
 
 TINY_ASSET_DIR = Path(__file__).resolve().parent / "assets" / "tiny"
 

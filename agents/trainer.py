@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
 from flexmg.agents.buffer import RolloutBatch, collect_rollout
 from flexmg.agents.checkpoint import (
     CheckpointError,

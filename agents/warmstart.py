@@ -43,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tqdm import tqdm
+
 from flexmg.agents.teacher import CodeTeacher, MathTeacher, Teacher, teacher_episode
 from flexmg.agents.tiny_model import TINY_ASSET_DIR, build_tiny_model, count_parameters, tiny_config
 from flexmg.agents.tokenizer import build_char_tokenizer
-from tqdm import tqdm
 
 DEFAULTS: dict[str, Any] = {
     "seed": 0,

@@ -25,10 +25,11 @@ import random
 import time
 from pathlib import Path
 
+from math_verify import parse, verify
+
 from flexmg.envs.math import GENERATORS, configure, grade_detailed
 from flexmg.envs.math.grader import _cache, get_pool
 from flexmg.envs.math.loaders import load_file
-from math_verify import parse, verify
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 REASONING = (

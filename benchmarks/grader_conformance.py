@@ -25,8 +25,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from flexmg.envs.math import grade_detailed
 from tqdm import tqdm
+
+from flexmg.envs.math import grade_detailed
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "grader_conformance"
 CASE_KEYS = {"id", "suite", "gold", "completion", "expected", "source", "setting"}

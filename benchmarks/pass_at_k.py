@@ -26,6 +26,7 @@ from typing import Any
 def run_actor(run_dir: Path, seed: int) -> tuple[Any, dict[str, Any]]:
     """An actor from a training run's newest checkpoint (``TeamPolicy.act``) and its env kwargs."""
     import torch
+
     from flexmg.agents.checkpoint import latest_checkpoint, load_checkpoint
     from flexmg.agents.policy import PolicyConfig, TeamPolicy
 
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import torch
+
     from flexmg.agents.pass_at_k import ModelActor, measure
 
     torch.set_num_threads(1)

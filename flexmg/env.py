@@ -243,7 +243,8 @@ class FlexMGEnv(AECEnv):
     def annotate(self, task: Task, transcript: Sequence[TurnRecord]) -> str | None:
         """Optional text the env attaches to the turn just taken (``transcript[-1]``),
         shown to its successors after the action, e.g. the results of tests a tester
-        role wrote. Stored in ``record.info["annotation"]``. Default: none."""
+        role wrote. Stored in ``record.info["annotation"]``. Default: none.
+        """
         return None
 
     # ----------------------------------------------------------------- spaces

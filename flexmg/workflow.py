@@ -120,7 +120,8 @@ class Workflow:
     def make_env(self, **kwargs: Any) -> WorkflowEnv:
         """Build the env. Keywords: ``tasks``, ``split``, ``horizon``, ``max_rounds``,
         ``roles``, ``prompts``, ``max_action_chars``, ``render_mode``, plus the
-        workflow's ``options``."""
+        workflow's ``options``.
+        """
         return WorkflowEnv(self, **kwargs)
 
     __call__ = make_env

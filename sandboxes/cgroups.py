@@ -26,7 +26,7 @@ class CgroupUnavailable(RuntimeError):
 
 
 def _own_paths() -> dict[str, str]:
-    """controller -> this process's cgroup path ("" key: the v2 unified path)."""
+    """Controller -> this process's cgroup path ("" key: the v2 unified path)."""
     out: dict[str, str] = {}
     try:
         with open("/proc/self/cgroup") as f:

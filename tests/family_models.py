@@ -92,8 +92,9 @@ def build_family_model(
     with ``--truncation-penalty``).
     """
     import torch
-    from flexmg.agents.tokenizer import build_char_tokenizer
     from transformers import AutoModelForCausalLM, GenerationConfig
+
+    from flexmg.agents.tokenizer import build_char_tokenizer
 
     spec = FAMILIES[family]
     tok = build_char_tokenizer()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flexmg.envs.code import builtin_tasks, extract_agent_tests, run_agent_tests
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from flexmg.envs.code import builtin_tasks, extract_agent_tests, run_agent_tests
 
 CODER = "My code:\n```python\ndef add(a, b):\n    return a + b\n```"
 

@@ -3,9 +3,9 @@
 from pathlib import Path
 
 import pytest
-from flexmg.envs.code import load_tasks
 
 import flexmg
+from flexmg.envs.code import load_tasks
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from flexmg.envs.code import extract_code, find_code_blocks, python_blocks
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from flexmg.envs.code import extract_code, find_code_blocks, python_blocks
 
 
 def test_last_python_block_wins() -> None:

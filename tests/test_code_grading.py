@@ -9,6 +9,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from flexmg.envs.code import (
     GRADE_STATUSES,
     CodeGrade,
@@ -17,9 +20,6 @@ from flexmg.envs.code import (
     grade_many,
     load_tasks,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from flexmg.tasks import Task
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from flexmg.envs.code import grade_code, load_tasks
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

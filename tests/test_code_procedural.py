@@ -8,6 +8,8 @@ import doctest
 import random
 
 import pytest
+
+import flexmg
 from flexmg.envs.code import (
     DEFAULT_CODE_TASKS,
     DIFFICULTY_CONFIGS,
@@ -25,8 +27,6 @@ from flexmg.envs.code import (
     wrong_solutions,
 )
 from flexmg.envs.code.procedural_spec import canonical_form, evaluate, render_code
-
-import flexmg
 
 LEVELS = (1, 2, 3, 4, 5)
 

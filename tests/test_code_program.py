@@ -5,15 +5,15 @@ from __future__ import annotations
 import ast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from flexmg.envs.code.program import (
     assemble_program,
     build_program,
     defines_name,
     sanitize_source,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from flexmg.tasks import Task
 
 PROMPT = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Sum xs."""\n'

@@ -8,9 +8,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from flexmg.envs.code import builtin_tasks, load_tasks, make_code_source
 from flexmg.envs.code.program import build_program, defines_name, prompt_is_python
-
 from flexmg.tasks import Task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

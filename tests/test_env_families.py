@@ -6,11 +6,11 @@ import importlib
 import re
 
 import pytest
+
+import flexmg
 from flexmg.envs.families import FAMILY_MODULES
 from flexmg.envs.math.generators import format_number
 from flexmg.envs.math.generators.expression import evaluate
-
-import flexmg
 from flexmg.registration import UnknownEnvError
 from flexmg.workflow import ENV_KEYWORDS
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from flexmg.agents.evaluation import bootstrap_ci, role_correct, role_format_ok, summarize_metrics
 
 

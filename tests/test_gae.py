@@ -6,6 +6,7 @@ import random
 from types import SimpleNamespace
 
 import pytest
+
 from flexmg.agents.credit import marft_credit
 from flexmg.agents.gae import assign_advantages, gae_chain, token_gae_chain
 from flexmg.agents.marft import get_algorithm

@@ -5,12 +5,12 @@ import importlib
 import json
 
 import pytest
-from helpers import require_extra
 
 import flexmg
 from flexmg.cli import main
 from flexmg.integrations.export import write_rows
 from flexmg.integrations.seats import observation_to_messages
+from helpers import require_extra
 
 
 def read_jsonl(path):

@@ -6,9 +6,9 @@ import time
 import urllib.request
 
 import pytest
-from helpers import flexmg_server, require_extra
 
 import flexmg
+from helpers import flexmg_server, require_extra
 
 GenericEnvClient = require_extra("openenv.core", "openenv").GenericEnvClient
 

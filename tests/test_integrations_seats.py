@@ -1,9 +1,9 @@
 """The seat driver on the real math and code envs (code with the real local sandbox)."""
 
 import pytest
-from flexmg.agents.llm_agent import chat_messages
 
 import flexmg
+from flexmg.agents.llm_agent import chat_messages
 from flexmg.integrations.seats import (
     EpisodeResult,
     observation_to_messages,

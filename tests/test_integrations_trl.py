@@ -8,16 +8,15 @@ reward TRL logs must be the env's, step by step.
 
 import numpy as np
 import pytest
-from helpers import flexmg_server, require_extra
 
 import flexmg
+from helpers import flexmg_server, require_extra
 
 trl = require_extra("trl", "trl")
 torch = pytest.importorskip("torch")
 
 from flexmg.agents.tiny_model import build_tiny_model, tiny_config  # noqa: E402
 from flexmg.agents.tokenizer import build_char_tokenizer  # noqa: E402
-
 from flexmg.integrations.trl import (  # noqa: E402
     env_reward,
     environment_dataset,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from helpers import require_extra
 
 vf = require_extra("verifiers.v1", "verifiers")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from helpers import require_extra, save_tiny_chat_model
 
 require_extra("verl", "verl", flag="FLEXMG_REQUIRE_VERL")  # tested in .venv-verl

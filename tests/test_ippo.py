@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+
 from flexmg.agents.gae import assign_advantages
 from flexmg.agents.marft import MARFT, get_algorithm
 from flexmg.agents.ppo import PPOConfig, PPOLearner

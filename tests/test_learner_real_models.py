@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from family_models import QWEN_INSTRUCT_SAMPLING, build_family_model
 from flexmg.agents.buffer import RolloutBatch, Sample
 from flexmg.agents.credit import marft_credit

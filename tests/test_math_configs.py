@@ -9,12 +9,12 @@ import re
 import textwrap
 
 import pytest
-from flexmg.envs.math import GENERATORS, distinct_prompts, make_math_source
-from flexmg.envs.math.generators import ArithmeticGenerator
-from flexmg.envs.math.generators.expression import canonical_expression, evaluate
 
 import flexmg
 from flexmg.env import prompt_id
+from flexmg.envs.math import GENERATORS, distinct_prompts, make_math_source
+from flexmg.envs.math.generators import ArithmeticGenerator
+from flexmg.envs.math.generators.expression import canonical_expression, evaluate
 from flexmg.tasks import in_eval_split
 
 

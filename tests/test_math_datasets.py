@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from flexmg.envs.math import grade_detailed, make_math_source
 from flexmg.envs.math.grader import _clean_gold, get_pool
 from flexmg.envs.math.loaders import load_file
-
 from flexmg.tasks import Task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -8,9 +8,9 @@ import re
 from fractions import Fraction
 
 import pytest
+
 from flexmg.envs.math import GENERATORS, grade
 from flexmg.envs.math.generators import Generator, format_number
-
 from flexmg.tasks import TaskSource, in_eval_split
 
 NAMES = sorted(GENERATORS)

@@ -10,6 +10,9 @@ import time
 
 import pytest
 import sympy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from flexmg.envs.math import (
     REASONS,
     GradeResult,
@@ -22,8 +25,6 @@ from flexmg.envs.math import (
 from flexmg.envs.math.boxed import canonical_box, sanitize
 from flexmg.envs.math.grader import get_pool
 from flexmg.envs.math.strict import decimals_written, numbers_agree
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 BOX = "\\boxed{{{}}}"
 

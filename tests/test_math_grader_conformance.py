@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from flexmg.envs.math import GradingSettings
 from helpers import load_benchmark
 

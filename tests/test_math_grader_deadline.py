@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+
 from flexmg.envs.math import _pool
 
 pytestmark = pytest.mark.skipif(

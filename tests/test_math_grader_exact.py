@@ -5,12 +5,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from flexmg.envs.math import _worker, grade_detailed
 from flexmg.envs.math.boxed import same_meaning_form
 from flexmg.envs.math.exact import exact_value, fast_verdict
 from flexmg.envs.math.grader import get_pool
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from flexmg.envs.math import grade, grade_detailed
 from flexmg.envs.math.normalize import normalize_answer, strip_thousands_separators
 

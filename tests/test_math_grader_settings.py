@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from flexmg.envs.math import (
     DATASET_DEFAULTS,
     GradingSettings,
@@ -14,7 +15,6 @@ from flexmg.envs.math import (
     settings_for_task,
 )
 from flexmg.envs.math.loaders import load_file, records_to_tasks
-
 from flexmg.tasks import Task
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from flexmg.envs.math import GENERATORS, make_math_source
 from flexmg.envs.math.generators import ArithmeticGenerator, LinearGenerator
 from flexmg.envs.math.loaders import detect_format, gsm8k_final_answer, load_file
-
 from flexmg.tasks import ListTaskSource, Task
 
 GSM8K = [

@@ -10,6 +10,7 @@ import math
 
 import pytest
 import torch
+
 from flexmg.agents.policy import ActionBatch, Evaluation, PolicyConfig, TeamPolicy
 from flexmg.agents.tiny_model import build_tiny_model, tiny_config
 from flexmg.agents.tokenizer import build_char_tokenizer

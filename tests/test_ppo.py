@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+
 from flexmg.agents.buffer import RolloutBatch, Sample
 from flexmg.agents.marft import marft_credit
 from flexmg.agents.ppo import (

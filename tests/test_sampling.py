@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from family_models import build_family_model
 from flexmg.agents.sampling import (
     LOGPROB_FLOOR,

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from flexmg.sandboxes import Sandbox
 from flexmg.sandboxes.seccomp import seccomp_enabled
 from flexmg.sandboxes.testing import backend_params, open_sandbox

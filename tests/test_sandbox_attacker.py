@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from flexmg.sandboxes import Sandbox, TestReport
 from flexmg.sandboxes.seccomp import seccomp_enabled
 from flexmg.sandboxes.testing import backend_params, open_sandbox
@@ -481,7 +482,6 @@ def test_without_a_cpu_cgroup_each_run_has_its_own_autogroup(
 
 def test_code_env_grading_uses_the_task_helpers_and_isolates_bad_answers(sb: Sandbox) -> None:
     from flexmg.envs.code import grade_code, grade_many
-
     from flexmg.tasks import Task
 
     prompt = "def encode(s: str) -> str:\n    return s[::-1]\n\n\ndef decode(s: str) -> str:\n    '''Undo encode.'''\n"

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from flexmg.sandboxes import make_sandbox
 from flexmg.sandboxes.docker_backend import DockerSandbox
 from flexmg.sandboxes.image import image_name, write_rootfs

@@ -6,6 +6,7 @@ import struct
 from typing import Any
 
 import pytest
+
 from flexmg.sandboxes import seccomp
 
 ALLOW, KILL, EPERM = 0x7FFF0000, 0x80000000, 0x00050001

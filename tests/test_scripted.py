@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+import flexmg
 from flexmg.agents import rollout
 from flexmg.baselines.scripted import (
     OracleAgent,
@@ -15,10 +17,8 @@ from flexmg.baselines.scripted import (
     make_random,
     make_scripted,
 )
-from flexmg.envs.code import builtin_tasks, extract_code
-
-import flexmg
 from flexmg.env import OBS_KEYS
+from flexmg.envs.code import builtin_tasks, extract_code
 from flexmg.tasks import EVAL_SEED_OFFSET, Task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

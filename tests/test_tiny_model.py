@@ -8,6 +8,8 @@ import re
 
 import pytest
 import torch
+
+import flexmg
 from flexmg.agents import warmstart
 from flexmg.agents.llm_agent import (
     LLMAgent,
@@ -29,8 +31,6 @@ from flexmg.agents.tiny_model import (
     tiny_config,
 )
 from flexmg.agents.tokenizer import CHARACTERS, build_char_tokenizer, char_vocab
-
-import flexmg
 from flexmg.tasks import Task
 
 

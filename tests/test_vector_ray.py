@@ -7,10 +7,10 @@ from functools import partial
 from typing import Any
 
 import pytest
-from helpers import assert_vector_judges_in_parallel
 
 import flexmg
 from flexmg.vector import SyncVectorEnv, WorkerError
+from helpers import assert_vector_judges_in_parallel
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'flexmg[ray]'")
 from flexmg.vector_ray import RayVectorEnv  # noqa: E402

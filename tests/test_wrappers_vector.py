@@ -1,12 +1,11 @@
 import sys
 
 import pytest
-from flexmg.agents import RandomAgent, rollout
 from gymnasium.utils.env_checker import check_env
-from helpers import assert_vector_judges_in_parallel
 from pettingzoo.test import parallel_api_test
 
 import flexmg
+from flexmg.agents import RandomAgent, rollout
 from flexmg.vector import AsyncVectorEnv, SyncVectorEnv
 from flexmg.wrappers import (
     LayeredParallelEnv,
@@ -15,6 +14,7 @@ from flexmg.wrappers import (
     TurnParallelEnv,
     read_transcripts,
 )
+from helpers import assert_vector_judges_in_parallel
 
 
 def echo_word(obs):

@@ -25,7 +25,8 @@ PYTHON_LANGS: frozenset[str] = frozenset({"", "python", "py", "python3", "py3", 
 @dataclass(frozen=True)
 class CodeBlock:
     """One fenced block: its language tag (lower case, "" for a bare fence),
-    its body, and whether the closing fence was present."""
+    its body, and whether the closing fence was present.
+    """
 
     lang: str
     code: str

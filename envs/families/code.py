@@ -36,9 +36,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from flexmg.envs.families.common import judge_turns, team_workflows
-
 from flexmg.env import Judgement, TurnRecord
+from flexmg.envs.families.common import judge_turns, team_workflows
 from flexmg.tasks import Split, Task, TaskSource
 from flexmg.workflow import Workflow, current_round
 

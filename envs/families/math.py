@@ -46,9 +46,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, cast
 
-from flexmg.envs.families.common import judge_turns, team_workflows
-
 from flexmg.env import Judgement, TurnRecord
+from flexmg.envs.families.common import judge_turns, team_workflows
 from flexmg.tasks import Split, Task, TaskSource
 from flexmg.workflow import Workflow
 

@@ -43,7 +43,6 @@ from typing import Any
 
 from flexmg.envs.families.common import team_workflows
 from flexmg.envs.families.math import BOX, MathReward, math_task_source
-
 from flexmg.tasks import Task
 from flexmg.workflow import Workflow
 

@@ -264,7 +264,8 @@ def _clean_box(raw: str, units: str) -> str:
 @dataclass
 class _WallBound:
     """The wall-clock bound of one grading call; it starts at the first worker call
-    (so that starting the worker pool, once per process, does not count)."""
+    (so that starting the worker pool, once per process, does not count).
+    """
 
     seconds: float
     deadline: float | None = None

@@ -591,6 +591,7 @@ class TeamPolicy(nn.Module):
                 role, [prompt_ids[i] for i in rows], [action_ids[i] for i in rows],
                 with_entropy=False, with_ref=with_ref, token_values=True,
             )  # fmt: skip
+            assert ev.token_values is not None  # asked for with token_values=True
             lp, tv = ev.token_logprobs.float().cpu(), ev.token_values.float().cpu()
             vals = ev.values.float().cpu().tolist()
             rf = ev.ref_token_logprobs.float().cpu() if ev.ref_token_logprobs is not None else None

@@ -126,7 +126,7 @@ class _FusedHeadLogprobs(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
         targets: torch.Tensor, cfg: SamplingConfig, with_entropy: bool, step: int,
     ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
@@ -148,6 +148,7 @@ class _FusedHeadLogprobs(torch.autograd.Function):
                 h_rows, finite_logp = _entropy(logp, cfg, p)
                 ent[part] = h_rows
                 g = p * (finite_logp + h_rows.unsqueeze(-1))  # -(dH/dscores)
+                assert grad_ent is not None  # allocated whenever with_entropy
                 grad_ent[part] = -(g.to(weight.dtype) @ weight).float() / cfg.temperature
                 del g, finite_logp
             del logp
@@ -162,7 +163,7 @@ class _FusedHeadLogprobs(torch.autograd.Function):
         return taken, ent
 
     @staticmethod
-    def backward(ctx: Any, g_lp: torch.Tensor, g_ent: torch.Tensor) -> tuple:  # type: ignore[override]
+    def backward(ctx: Any, g_lp: torch.Tensor, g_ent: torch.Tensor) -> tuple:
         grad_lp, *rest = ctx.saved_tensors
         grad = g_lp.unsqueeze(-1) * grad_lp
         if rest and g_ent is not None:
@@ -172,7 +173,7 @@ class _FusedHeadLogprobs(torch.autograd.Function):
 
 def token_logprobs(
     hidden: torch.Tensor,
-    head: Callable[[torch.Tensor], torch.Tensor],
+    head: Any,
     targets: torch.Tensor,
     mask: torch.Tensor,
     cfg: SamplingConfig,
@@ -354,7 +355,7 @@ def stop_token_ids(model: Any, tokenizer: Any) -> list[int]:
     >>> stop_token_ids(m, S(eos_token_id=2, chat_template=None))
     [2, 7]
     """
-    found: list[int] = []
+    found: list[Any] = []
     for source in (getattr(model, "generation_config", None), getattr(model, "config", None)):
         eos = getattr(source, "eos_token_id", None)
         found += list(eos) if isinstance(eos, (list, tuple)) else [eos]

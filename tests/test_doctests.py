@@ -40,14 +40,15 @@ SLOW = {
     "flexmg.agents.policy",
     "flexmg.envs.math.grader",
 }
-# modules whose examples use a framework of an optional extra: skipped without it (CI
-# installs these extras with FLEXMG_REQUIRE_EXTRAS=1, which turns the skip into a failure)
+# modules whose examples use a framework of an optional extra -> (its package, the variable
+# that makes its absence a failure): skipped without it. CI sets FLEXMG_REQUIRE_EXTRAS=1 for
+# the main venv's extras; verifiers and verl are tested in venvs of their own.
 NEEDS = {
-    "flexmg.integrations.openenv": "openenv",
-    "flexmg.integrations.trl": "trl",
-    "flexmg.integrations.verifiers": "verifiers",
-    "flexmg.integrations.verl": "verl",
-    "flexmg.integrations.verl.reward": "verl",
+    "flexmg.integrations.openenv": ("openenv", "FLEXMG_REQUIRE_EXTRAS"),
+    "flexmg.integrations.trl": ("trl", "FLEXMG_REQUIRE_EXTRAS"),
+    "flexmg.integrations.verifiers": ("verifiers", "FLEXMG_REQUIRE_VERIFIERS"),
+    "flexmg.integrations.verl": ("verl", "FLEXMG_REQUIRE_VERL"),
+    "flexmg.integrations.verl.reward": ("verl", "FLEXMG_REQUIRE_VERL"),
 }
 
 
@@ -102,10 +103,10 @@ def test_discovery_finds_the_remapped_packages() -> None:
     "name", [pytest.param(m, marks=[pytest.mark.slow] if m in SLOW else []) for m in MODULES]
 )
 def test_module_examples(name: str) -> None:
-    needed = NEEDS.get(name)
+    needed, flag = NEEDS.get(name, (None, ""))
     if needed and importlib.util.find_spec(needed) is None:
-        if os.environ.get("FLEXMG_REQUIRE_EXTRAS") == "1" and needed != "verl":
-            pytest.fail(f"{name}'s examples need {needed!r}, and FLEXMG_REQUIRE_EXTRAS=1")
+        if os.environ.get(flag) == "1":
+            pytest.fail(f"{name}'s examples need {needed!r}, and {flag}=1")
         pytest.skip(f"{name}'s examples need the optional package {needed!r}")
     module = import_or_skip(name)
     tests = doctest.DocTestFinder(exclude_empty=True).find(module, name)

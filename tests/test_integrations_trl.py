@@ -151,10 +151,24 @@ def teach_tool_call(model, tok, Env, seeds, steps=200):
     return loss.item()
 
 
+def two_seeds_one_answering_5(env_id: str) -> list[int]:
+    """Two episode seeds whose prompts have one length; the answer is 5 only in the first."""
+    env = flexmg.make(env_id)
+    tasks = {}
+    for seed in range(2000):
+        env.reset(seed=seed)
+        tasks[seed] = (len(env.task.prompt), env.task.answer.strip())
+    env.close()
+    first = next(s for s, (_, answer) in tasks.items() if answer == "5")
+    length = tasks[first][0]
+    second = next(s for s, (n, answer) in tasks.items() if n == length and answer != "5")
+    return [first, second]
+
+
 def test_the_models_tool_call_reaches_the_env(tmp_path):
     """A model taught to call send_message: its message is what the env grades."""
     model, tok = tiny_chat_model()
-    seeds = [0, 1]  # the answer is 5 for seed 0, 6 for seed 1
+    seeds = two_seeds_one_answering_5("math-2agent")
     said = []
 
     def verifier(messages):  # the graded role repeats what the solver said

@@ -75,7 +75,7 @@ class ModelActor:
     @torch.no_grad()
     def __call__(self, role: str, observations: Observations, greedy: bool) -> list[str]:
         """Generate one message per observation with the model (greedy or sampled)."""
-        from flexmg.agents.llm_agent import compact_prompt
+        from flexmg.agents.prompts import compact_prompt
 
         tok = self.tokenizer
         prompts = [

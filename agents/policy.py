@@ -47,7 +47,7 @@ import torch
 from torch import nn
 
 from flexmg.agents.critic import build_value_heads
-from flexmg.agents.llm_agent import fit_observation, render_prompt, resolve_prompt_style
+from flexmg.agents.prompts import fit_observation, render_prompt, resolve_prompt_style
 from flexmg.agents.sampling import (
     SamplingConfig,
     sample_actions,

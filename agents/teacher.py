@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from flexmg.agents.llm_agent import compact_prompt
+from flexmg.agents.prompts import compact_prompt
 from flexmg.tasks import Task
 
 # Offsets of the math teacher's noise (never 0, never the slip's +1).

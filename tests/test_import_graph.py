@@ -1,7 +1,7 @@
-"""No import circles among the modules of the core (flexmg/) and the env families (envs/).
+"""No import circles among the modules of the flexmg packages (flexmg/, envs/, agents/, ...).
 
 Every import counts, also one inside a function (a lazy import still ties two
-modules together). Imports of the packages ``flexmg`` and ``flexmg.envs``
+modules together); imports under ``if TYPE_CHECKING:`` (annotations only) do not. Imports of the packages ``flexmg`` and ``flexmg.envs``
 themselves are left out: every module sits below them.
 """
 
@@ -11,8 +11,14 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"flexmg": ROOT / "flexmg", "flexmg.envs": ROOT / "envs"}
-SKIP = ("flexmg.integrations", "flexmg.agents", "flexmg.baselines", "flexmg.sandboxes")
+FOLDERS = {
+    "flexmg": ROOT / "flexmg",
+    "flexmg.envs": ROOT / "envs",
+    "flexmg.agents": ROOT / "agents",
+    "flexmg.baselines": ROOT / "baselines",
+    "flexmg.sandboxes": ROOT / "sandboxes",
+}
+SKIP = ("flexmg.agents.__main__",)
 
 
 def _modules() -> dict[str, Path]:
@@ -31,7 +37,17 @@ def _modules() -> dict[str, Path]:
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:  # annotations only: no import at run time
+            continue
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from flexmg.protocols import VectorEnv
+
 
 class _ActionBatchLike(Protocol):
     texts: list[str]
@@ -114,7 +116,7 @@ def _get(record: Any, name: str, default: Any = None) -> Any:
 
 
 def collect_rollout(
-    policy: _Actor, vec: Any, seed: int, greedy: bool = False, max_steps: int = 100_000
+    policy: _Actor, vec: VectorEnv, seed: int, greedy: bool = False, max_steps: int = 100_000
 ) -> RolloutBatch:
     """Play one batch of episodes on ``vec`` (one per env) and build samples.
 
@@ -141,12 +143,13 @@ def collect_rollout(
             )
         role = vec.next_role()
         obs = vec.observe(role)
-        idx = [i for i, o in enumerate(obs) if o is not None]
+        waiting = [(i, o) for i, o in enumerate(obs) if o is not None]
+        idx = [i for i, _ in waiting]
         if not idx:
             raise RuntimeError(
                 f"vector env chose role {role!r} but no env is waiting on it (observe gave all None)"
             )
-        batch = policy.act(role, [obs[i] for i in idx], greedy=greedy)
+        batch = policy.act(role, [o for _, o in waiting], greedy=greedy)
         if len(batch.texts) != len(idx):
             raise RuntimeError(
                 f"policy.act returned {len(batch.texts)} actions for {len(idx)} observations"

@@ -26,12 +26,13 @@ import io
 import os
 import random
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from flexmg.io import atomic_write_bytes
 
 MAGIC = b"FLEXMG-CKPT-1\n"
 _NAME = re.compile(r"^step_(\d+)\.ckpt$")
@@ -59,23 +60,6 @@ def latest_checkpoint(folder: str | os.PathLike[str]) -> Path | None:
     """The newest checkpoint in ``folder``, or None."""
     found = list_checkpoints(folder)
     return found[-1] if found else None
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def save_checkpoint(

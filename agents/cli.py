@@ -204,7 +204,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from flexmg.agents.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
     from flexmg.agents.evaluation import evaluate_policy
     from flexmg.agents.policy import PolicyConfig, TeamPolicy
-    from flexmg.agents.trainer import atomic_write_text, env_roles
+    from flexmg.agents.trainer import env_roles
+    from flexmg.io import atomic_write_text
 
     run = Path(args.run)
     try:

@@ -23,12 +23,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from flexmg.agents.gae import Chain
-
-CreditFn = Callable[[Sequence[Any]], list[Chain]]
+from flexmg.protocols import Chain
 
 
 def marft_credit(episode: Sequence[Any]) -> list[Chain]:

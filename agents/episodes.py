@@ -19,7 +19,8 @@ import numpy as np
 
 from flexmg.agents.base import Agent, as_agent
 from flexmg.env import FlexMGEnv
-from flexmg.vector import EpisodeResult, SyncVectorEnv, _VectorBase
+from flexmg.protocols import VectorEnv
+from flexmg.vector import EpisodeResult, SyncVectorEnv
 
 
 @dataclass
@@ -59,7 +60,7 @@ class RolloutResult:
         }
 
 
-def _play_batch(vec: _VectorBase, team: Mapping[str, Agent], seed: int) -> list[EpisodeResult]:
+def _play_batch(vec: VectorEnv, team: Mapping[str, Agent], seed: int) -> list[EpisodeResult]:
     vec.reset(seed=seed)
     while not vec.all_done():
         role = vec.next_role()
@@ -80,7 +81,7 @@ def _play_batch(vec: _VectorBase, team: Mapping[str, Agent], seed: int) -> list[
 
 
 def rollout(
-    env: FlexMGEnv | _VectorBase,
+    env: FlexMGEnv | VectorEnv,
     team: Mapping[str, Any] | Any,
     episodes: int = 1,
     seed: int = 0,
@@ -96,7 +97,7 @@ def rollout(
         seed: the first episode's seed.
         progress: show a progress bar.
     """
-    vec = env if isinstance(env, _VectorBase) else SyncVectorEnv([lambda: env])
+    vec = env if isinstance(env, VectorEnv) else SyncVectorEnv([lambda: env])
     if isinstance(team, Mapping):
         agents = {r: as_agent(a) for r, a in team.items()}
     else:

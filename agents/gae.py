@@ -26,8 +26,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
+
+from flexmg.protocols import CreditFn
 
 
 def _check_unit(name: str, value: float) -> None:
@@ -141,13 +143,9 @@ def token_gae_chain(
     return advs, rets
 
 
-# A chain for one episode: (indices into the episode's samples, reward of each step).
-Chain = tuple[list[int], list[float]]
-
-
 def assign_advantages(
     episodes: Sequence[Sequence[Any]],
-    credit: Callable[[Sequence[Any]], list[Chain]],
+    credit: CreditFn,
     level: str = "action",
     gamma: float = 0.99,
     lam: float = 0.95,

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flexmg.agents.credit import CreditFn, ippo_credit, marft_credit
+from flexmg.agents.credit import ippo_credit, marft_credit
+from flexmg.protocols import CreditFn
 
 
 @dataclass(frozen=True)

@@ -35,13 +35,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
 from flexmg.agents.buffer import RolloutBatch, Sample
-from flexmg.agents.credit import CreditFn, rewards_are_flat
-from flexmg.agents.gae import Chain, assign_advantages
+from flexmg.agents.credit import rewards_are_flat
+from flexmg.agents.gae import assign_advantages
+from flexmg.protocols import Chain, CreditFn, Policy
 
 RATIOS = ("token", "action_mean", "action_sum")
 
@@ -261,21 +262,6 @@ def _pad(rows: Sequence[Sequence[float]], width: int, device: Any) -> torch.Tens
     return out.to(device)
 
 
-class LearnablePolicy(Protocol):
-    """What the learner needs from a policy (``TeamPolicy`` has all of it)."""
-
-    roles: list[str]
-    config: Any
-    score_reference: bool
-
-    def adapter_name(self, role: str) -> str: ...
-    def critic_name(self, role: str) -> str: ...
-    def policy_parameters(self, role: str) -> list[torch.nn.Parameter]: ...
-    def critic_parameters(self, role: str | None = None) -> list[torch.nn.Parameter]: ...
-    def evaluate(self, role: str, prompt_ids: Any, action_ids: Any, **kw: Any) -> Any: ...
-    def score(self, role: str, prompt_ids: Any, action_ids: Any, with_ref: bool = False) -> Any: ...
-
-
 # ----------------------------------------------------------------------------- learner
 
 
@@ -283,12 +269,12 @@ class PPOLearner:
     """Optimizers and the PPO update for a team policy (see the module docstring).
 
     Args:
-        policy: the team policy (:class:`LearnablePolicy`).
+        policy: the team policy (:class:`flexmg.protocols.Policy`).
         config: the PPO hyperparameters.
         credit: the algorithm's credit function (episode samples -> chains).
     """
 
-    def __init__(self, policy: LearnablePolicy, config: PPOConfig, credit: CreditFn) -> None:
+    def __init__(self, policy: Policy, config: PPOConfig, credit: CreditFn) -> None:
         self.policy = policy
         self.config = config
         self.credit = credit

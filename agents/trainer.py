@@ -38,7 +38,6 @@ import torch
 from flexmg.agents.buffer import RolloutBatch, collect_rollout
 from flexmg.agents.checkpoint import (
     CheckpointError,
-    atomic_write_bytes,
     capture_rng_state,
     latest_checkpoint,
     load_checkpoint,
@@ -48,6 +47,8 @@ from flexmg.agents.checkpoint import (
 from flexmg.agents.evaluation import evaluate_policy
 from flexmg.agents.marft import Algorithm, get_algorithm
 from flexmg.agents.ppo import PPOConfig, PPOLearner, config_from_dict
+from flexmg.io import atomic_write_text, atomic_write_via, json_default
+from flexmg.protocols import VectorEnv
 
 CKPT_FORMAT = 1
 # Defaults of the policy and PPO for the tiny model on CPU (the main job). The MARFT
@@ -136,11 +137,6 @@ def derive_seed(*parts: int) -> int:
 def default_run_dir(env: str, algo: str) -> str:
     """``runs/<env>-<algo>-<YYYYmmdd-HHMMSS>``."""
     return os.path.join("runs", f"{env}-{algo}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write text atomically (temp file + ``os.replace``)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def env_roles(env_id: str, env_kwargs: dict[str, Any]) -> list[str]:
@@ -267,7 +263,7 @@ class Trainer:
             vectorization=self.config.vectorization,
         )
 
-    def train_step(self, vec: Any, update: int) -> tuple[RolloutBatch, dict[str, float]]:
+    def train_step(self, vec: VectorEnv, update: int) -> tuple[RolloutBatch, dict[str, float]]:
         """Rollout + PPO update number ``update`` (0-based); returns the batch and stats.
 
         The rollout scores what it samples (old log-probs, values); the learner's
@@ -444,7 +440,7 @@ class _MetricsLogger:
             self.tb = None
 
     def log(self, record: dict[str, Any]) -> None:
-        self.file.write(json.dumps(record, default=_json_default) + "\n")
+        self.file.write(json.dumps(record, default=json_default) + "\n")
         self.file.flush()
         if self.tb is not None:
             kind, step = record.get("kind", "train"), int(record.get("update", 0))
@@ -458,12 +454,6 @@ class _MetricsLogger:
         self.file.close()
         if self.tb is not None:
             self.tb.close()
-
-
-def _json_default(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.tolist()
-    return str(x)
 
 
 def read_metrics(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -504,8 +494,8 @@ def write_learning_curve(run_dir: str | os.PathLike[str]) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     out = run_dir / "learning_curve.png"
-    tmp = run_dir / ".learning_curve.tmp.png"
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, out)
+    try:
+        atomic_write_via(out, lambda fh: fig.savefig(fh, format="png", dpi=100))
+    finally:
+        plt.close(fig)
     return out

@@ -463,7 +463,7 @@ class LeaderboardRunner:
         team = entry.team(ctx, env.name)
         try:
             result = rollout(
-                vec,  # type: ignore[arg-type]  # until rollout() takes a VectorEnv (issue 16)
+                vec,
                 team,
                 episodes=cfg.episodes,
                 seed=eval_seed(seed),

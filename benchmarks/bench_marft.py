@@ -621,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _write_json(path: Path | None, data: dict[str, Any]) -> None:
     if path:
-        from flexmg.agents.trainer import atomic_write_text
+        from flexmg.io import atomic_write_text
 
         atomic_write_text(path, json.dumps(data, indent=2))
 

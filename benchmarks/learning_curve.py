@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from flexmg.agents.trainer import atomic_write_text
+from flexmg.io import atomic_write_text
 
 
 def run_seed(seed: int, algo: str, env: str, out: Path, extra: list[str]) -> dict:

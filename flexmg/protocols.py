@@ -126,6 +126,10 @@ class Policy(Protocol):
     """
 
     roles: list[str]
+    config: Any
+    """The policy's settings (the learner reads ``micro_batch`` from it)."""
+    score_reference: bool
+    """Whether ``act`` also scores the reference (base) model; a KL penalty's learner sets it."""
 
     def act(
         self, role: str, observations: Sequence[Mapping[str, Any]], greedy: bool = False
@@ -138,9 +142,21 @@ class Policy(Protocol):
         role: str,
         prompt_ids: Sequence[Sequence[int]],
         action_ids: Sequence[Sequence[int]],
+        with_entropy: bool = True,
         with_ref: bool = False,
+        token_values: bool = True,
     ) -> Any:
         """Log-probs, entropies and values of stored actions (gradients flow)."""
+        ...
+
+    def score(
+        self,
+        role: str,
+        prompt_ids: Sequence[Sequence[int]],
+        action_ids: Sequence[Sequence[int]],
+        with_ref: bool = False,
+    ) -> Any:
+        """Log-probs and values of stored actions under the current parameters (no gradients)."""
         ...
 
     def adapter_name(self, role: str) -> str:

@@ -1,15 +1,7 @@
 """:class:`LLMAgent`, an agent backed by a transformers causal LM.
 
 The prompt formats it uses live in :mod:`flexmg.agents.prompts` (re-exported
-here for existing imports).
-
-Example:
-    >>> from flexmg.agents.llm_agent import compact_prompt
-    >>> obs = {"task": "What is 7 + 5?", "role": "verifier", "context": "[solver]: \\\\boxed{12}"}
-    >>> print(compact_prompt(obs))
-    Q:What is 7 + 5?
-    [solver]: \\boxed{12}
-    [verifier]:
+here for existing imports); the class docstring has a runnable example.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from flexmg.io import atomic_write_json
+
 
 def run_actor(run_dir: Path, seed: int) -> tuple[Any, dict[str, Any]]:
     """An actor from a training run's newest checkpoint (``TeamPolicy.act``) and its env kwargs."""
@@ -97,10 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             lo, hi = value["ci95"]
             print(f"  {key:>22}: {value['mean']:.3f}  (95% CI {lo:.3f}-{hi:.3f})")
     if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.output.with_name(args.output.name + ".tmp")
-        tmp.write_text(json.dumps(result, indent=2))
-        tmp.replace(args.output)
+        atomic_write_json(args.output, result, indent=2)
     return 0
 
 

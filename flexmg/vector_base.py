@@ -138,15 +138,15 @@ class VectorEnvBase:
 
     # subclasses implement these four
     def _reset_one(self, i: int, seed: int | None, options: dict | None) -> str | None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _reset_one")
 
     def _observe_many(self, role: str, idx: list[int]) -> list[dict | None]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _observe_many")
 
     def _step_many(
         self, role: str, idx: list[int], actions: list[str]
     ) -> list[tuple[str | None, EpisodeResult | None]]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _step_many")
 
     def close(self) -> None:
         """Close every env and release the backend's resources."""

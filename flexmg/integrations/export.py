@@ -17,15 +17,14 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from flexmg.integrations.seats import observation_to_messages
+from flexmg.io import atomic_write_via
 
 FORMATS = ("jsonl", "parquet")
 DEFAULT_AGENT_NAME = "flexmg_agent"
@@ -122,20 +121,6 @@ def iter_rows(
         env.close()
 
 
-@contextlib.contextmanager
-def _atomic_path(path: Path) -> Iterator[Path]:
-    """A temp path next to ``path``, moved onto it when the block succeeds."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def write_rows(rows: Sequence[Mapping[str, Any]], out: str | os.PathLike[str], fmt: str) -> Path:
     """Write ``rows`` to ``out`` as ``jsonl`` or ``parquet`` (atomically); returns the path.
 
@@ -153,15 +138,14 @@ def write_rows(rows: Sequence[Mapping[str, Any]], out: str | os.PathLike[str], f
                 "(or write --format jsonl, which needs nothing)"
             ) from err
         table = datasets.Dataset.from_list([dict(r) for r in rows])
-        with _atomic_path(out) as tmp:
-            table.to_parquet(str(tmp))
+        atomic_write_via(out, table.to_parquet)
         return out
-    with _atomic_path(out) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+    atomic_write_via(
+        out,
+        lambda fh: fh.writelines(
+            (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8") for row in rows
+        ),
+    )
     return out
 
 

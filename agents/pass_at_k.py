@@ -63,7 +63,7 @@ class ModelActor:
         self,
         model: Any,
         tokenizer: Any,
-        max_new_tokens: int = 16,
+        max_new_tokens: int = 24,
         temperature: float = 1.0,
         top_k: int = 50,
         seed: int = 0,

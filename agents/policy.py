@@ -109,7 +109,7 @@ class PolicyConfig:
     lora_alpha: int = 16
     lora_dropout: float = 0.0
     lora_target_modules: list[str] | None = None
-    max_new_tokens: int = 16
+    max_new_tokens: int = 24
     temperature: float = 1.0
     top_k: int = 0
     top_p: float = 1.0

@@ -5,7 +5,10 @@ each role says. Its own answer is **right** with probability ``p_right``, its
 **one systematic slip** with probability ``p_slip`` (the mode), and noise
 otherwise; a later role copies its predecessor's answer with probability
 ``p_copy``. It writes the answer well-formed (a ``\\boxed{}`` value for math,
-a fenced ``python`` block for code) with probability ``p_format``.
+a fenced ``python`` block for code) with probability ``p_format``. The math
+teacher shows its work on two-operand problems: the operands restated with two
+digits each, then its value (``03+09=13 \\boxed{13}``), the short scratchpad
+that lets a 2-layer model learn the arithmetic in a few thousand steps.
 
 A model fitted to these transcripts formats almost every answer, follows the
 slip when decoding greedily, and finds the right answer often when sampling:
@@ -24,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
@@ -53,6 +57,8 @@ def _check_probabilities(teacher: Any) -> None:
     """Every field is a probability, and right + slip leave room for noise."""
     name = type(teacher).__name__
     for key, p in asdict(teacher).items():
+        if isinstance(p, bool) or not key.startswith("p_"):
+            continue
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"{name}.{key} must be a probability in [0, 1], got {p!r}")
     if teacher.p_right + teacher.p_slip > 1.0:
@@ -82,13 +88,42 @@ class NoisyTeacherRates:
         return "slip" if draw < self.p_right + self.p_slip else "noise"
 
 
+# "What is 3 + 9?": the two-operand problems the math teacher shows its work on.
+_TWO_OPERANDS = re.compile(r"What is (\d{1,2}) ([-+]) (\d{1,2})\?")
+
+
+def worked_prefix(prompt: str) -> str:
+    """The teacher's scratchpad for a two-operand problem (``""`` for any other prompt).
+
+    Operands are restated with two digits each, so the digits the value is
+    computed from sit at the same offsets in every problem.
+
+    >>> worked_prefix("What is 3 + 9?"), worked_prefix("What is 1/2 of 8?")
+    ('03+09=', '')
+    """
+    match = _TWO_OPERANDS.fullmatch(prompt.strip())
+    if not match:
+        return ""
+    a, op, b = match.groups()
+    return f"{int(a):02d}{op}{int(b):02d}="
+
+
 @dataclass(frozen=True)
 class MathTeacher(NoisyTeacherRates):
     """Noisy arithmetic teacher: right, ``gold + 1`` (the slip), or a small offset.
 
-    >>> MathTeacher().slip("12"), MathTeacher().render("7", random.Random(1))
-    ('13', '\\\\boxed{7}')
+    With ``show_work`` (default) its value carries the scratchpad of
+    :func:`worked_prefix` and the box holds the number only.
+
+    >>> from flexmg.tasks import Task
+    >>> task = Task(id="t", prompt="What is 3 + 9?", answer="12")
+    >>> MathTeacher().slip("12"), MathTeacher(p_right=1.0, p_slip=0.0).value(task, random.Random(0))
+    ('13', '03+09=12')
+    >>> MathTeacher().render("03+09=12", random.Random(1)), MathTeacher().render("7", random.Random(1))
+    ('03+09=12 \\\\boxed{12}', '\\\\boxed{7}')
     """
+
+    show_work: bool = True
 
     @staticmethod
     def slip(answer: str) -> str:
@@ -98,8 +133,7 @@ class MathTeacher(NoisyTeacherRates):
         except ValueError:
             return answer.strip() + "1"
 
-    def value(self, task: Task, rng: random.Random) -> str:
-        """The teacher's answer value: right, the slip, or noise (gold plus an offset)."""
+    def _number(self, task: Task, rng: random.Random) -> str:
         kind = self.draw_kind(rng)
         if kind == "right":
             return task.answer.strip()
@@ -110,14 +144,25 @@ class MathTeacher(NoisyTeacherRates):
         except ValueError:
             return task.answer.strip() + "0"
 
+    def value(self, task: Task, rng: random.Random) -> str:
+        """The teacher's answer: right, the slip, or noise (gold plus an offset), with its work."""
+        number = self._number(task, rng)
+        return (worked_prefix(task.prompt) if self.show_work else "") + number
+
     def render(self, value: str, rng: random.Random) -> str:
-        """The value boxed (well-formed) with probability ``p_format``, else bare."""
-        return "\\boxed{" + value + "}" if rng.random() < self.p_format else value
+        """The work, then the number boxed (well-formed) with probability ``p_format``, else bare."""
+        work, _, number = value.rpartition("=")
+        if rng.random() >= self.p_format:
+            return value
+        boxed = "\\boxed{" + number + "}"
+        return f"{work}={number} {boxed}" if work else boxed
 
     def describe(self) -> dict[str, Any]:
         """JSON-friendly description (stored in the checkpoint's ``warmstart.json``)."""
         return {**asdict(self), "slip": "gold + 1", "noise_offsets": list(MATH_NOISE_OFFSETS),
-                "unformatted": "bare value"}  # fmt: skip
+                "unformatted": "bare value",
+                "work": "operands restated with two digits, then '=' and the value"
+                if self.show_work else "none"}  # fmt: skip
 
 
 @dataclass(frozen=True)

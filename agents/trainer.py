@@ -53,7 +53,7 @@ from flexmg.protocols import VectorEnv
 CKPT_FORMAT = 1
 # Defaults of the policy and PPO for the tiny model on CPU (the main job). The MARFT
 # reference hyperparameters (lr 1e-6, 512 new tokens) are for 7B models.
-TINY_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 1.0, "max_new_tokens": 16}
+TINY_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 1.0, "max_new_tokens": 24}
 TINY_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-3, "lr_critic": 1e-3}
 # Starting points for real Hugging Face LLMs (``--model NAME``); flags override them.
 # Sampling is temperature only (no top-k/top-p: see docs/marft.md); micro-batches of 8

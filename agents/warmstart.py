@@ -7,7 +7,8 @@ of the math workflows (``math-1agent`` .. ``math-4agent``, roles read from the
 registry) on train-split arithmetic (the math envs' default task, operands up
 to 40, plus some up to 99), written by the noisy teacher of
 :mod:`flexmg.agents.teacher`: right 40% of the time, its one systematic slip
-(``gold + 1``) 50%, noise otherwise, answers boxed 95% of the time.
+(``gold + 1``) 50%, noise otherwise, answers boxed 95% of the time, the work
+shown first (``03+09=13 \\boxed{13}``: operands restated with two digits each).
 
 So the warm-started model formats almost every answer and does the arithmetic,
 but greedy decoding follows the slip while sampling often finds the right
@@ -51,8 +52,8 @@ from flexmg.agents.tokenizer import build_char_tokenizer
 
 DEFAULTS: dict[str, Any] = {
     "seed": 0,
-    "steps": 900,
-    "batch_size": 32,
+    "steps": 4000,
+    "batch_size": 64,
     "lr": 3e-3,
     "warmup": 100,
     # The shipped checkpoint is math-only: a code mix (e.g. 0.2) is supported but was not
@@ -69,12 +70,17 @@ MATH_TASKS: tuple[tuple[dict[str, Any], float], ...] = (
     ({"name": "arithmetic", "difficulty": 2}, 0.15),
 )
 # Workflows (registered env ids) in the warm-start data and their weights.
+# Mostly short single-solver transcripts: the arithmetic is learned per example, and
+# longer multi-role transcripts cost more compute for the same number of answers.
 MATH_WORKFLOWS: tuple[tuple[str, float], ...] = (
-    ("math-1agent", 0.3),
-    ("math-2agent", 0.5),
-    ("math-3agent", 0.12),
-    ("math-4agent", 0.08),
+    ("math-1agent", 0.5),
+    ("math-2agent", 0.35),
+    ("math-3agent", 0.1),
+    ("math-4agent", 0.05),
 )
+# The weights after this many steps are hashed into ``warmstart.json`` (``prefix_sha256``),
+# so a test can check the first steps of a rebuild without paying for all of them.
+PREFIX_STEPS = 200
 
 
 # The procedural code family (train split) and the code workflows; DEFAULTS["code_weight"]
@@ -201,8 +207,8 @@ def default_mixtures(code_weight: float = 0.0) -> list[tuple[_Mixture, float]]:
 
 def train(
     seed: int = 0,
-    steps: int = 900,
-    batch_size: int = 32,
+    steps: int = 4000,
+    batch_size: int = 64,
     lr: float = 3e-3,
     warmup: int = 100,
     code_weight: float = 0.0,
@@ -210,11 +216,15 @@ def train(
     config_overrides: dict[str, Any] | None = None,
     mixtures: Sequence[tuple[_Mixture, float]] | None = None,
     progress: bool = False,
+    stop_after: int | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Train a fresh tiny model on noisy-teacher transcripts; returns (model, info).
 
     Deterministic for a given seed: data from ``random.Random(seed)``, torch
     seeded in a forked RNG, and one intra-op thread during training.
+    ``stop_after`` ends the run after that many of its ``steps`` (same
+    schedule): the model is then the prefix of the full run.
+    ``info["prefix_sha256"]`` hashes the weights after :data:`PREFIX_STEPS`.
     """
     tokenizer = build_char_tokenizer()
     data = list(mixtures) if mixtures is not None else default_mixtures(code_weight)
@@ -234,12 +244,14 @@ def train(
     torch.set_num_threads(1)
     start = time.time()
     losses: list[float] = []
-    bar = tqdm(total=steps, desc="warm start", disable=not progress, file=sys.stderr)
+    end = steps if stop_after is None else min(steps, stop_after)
+    bar = tqdm(total=end, desc="warm start", disable=not progress, file=sys.stderr)
     batches: list[list[tuple[str, str]]] = []
+    prefix_sha256 = None
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            for step in range(steps):
+            for step in range(end):
                 if not batches:
                     batches = _length_buckets(parts, part_weights, batch_size, rng)
                 ids, attn, loss_mask = _batch(batches.pop(), tokenizer)
@@ -255,6 +267,8 @@ def train(
                 sched.step()
                 losses.append(float(loss.detach()))
                 bar.update(1)
+                if step + 1 == PREFIX_STEPS:
+                    prefix_sha256 = weights_sha256(model)
                 if log_every and (step + 1) % log_every == 0:
                     recent = sum(losses[-log_every:]) / log_every
                     bar.set_postfix(loss=f"{recent:.4f}")
@@ -274,6 +288,8 @@ def train(
         "code_weight": code_weight,
         "data": [{**part.describe(), "weight": w} for part, w in data],
         "final_loss": sum(losses[-50:]) / max(1, len(losses[-50:])),
+        "prefix_steps": PREFIX_STEPS,
+        "prefix_sha256": prefix_sha256,
         "train_seconds": round(time.time() - start, 1),
         "parameters": count_parameters(model),
         "config_overrides": dict(config_overrides or {}),
@@ -291,6 +307,15 @@ def measure(
 
     actor = ModelActor(model, build_char_tokenizer(), seed=seed)
     return measure_pass_at_k(env_id, actor, prompts=prompts, k=k, seed=seed, env_kwargs=env_kwargs)
+
+
+def weights_sha256(model: Any) -> str:
+    """SHA-256 of a model's parameters (names, shapes and float32 bytes, in name order)."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(f"{name}:{tuple(tensor.shape)};".encode())
+        digest.update(tensor.detach().to(torch.float32).contiguous().numpy().tobytes())
+    return digest.hexdigest()
 
 
 def _sha256(path: Path) -> str:

@@ -105,7 +105,8 @@ def test_teacher_episode_format() -> None:
 
 
 def _value(action: str) -> str:
-    return action.removeprefix("\\boxed{").removesuffix("}")
+    """The number an action ends with: ``40+07=47 \\boxed{47}`` and ``40+07=47`` give 47."""
+    return action.rsplit(" ", 1)[-1].rsplit("=", 1)[-1].removeprefix("\\boxed{").removesuffix("}")
 
 
 def test_math_teacher_rates_right_slip_noise_and_format() -> None:
@@ -116,8 +117,14 @@ def test_math_teacher_rates_right_slip_noise_and_format() -> None:
     rate = {v: values.count(v) / len(values) for v in set(values)}
     assert abs(rate["47"] - teacher.p_right) < 0.03 and abs(rate["48"] - teacher.p_slip) < 0.03
     assert max(r for v, r in rate.items() if v not in ("47", "48")) < 0.05  # noise is spread
-    boxed = sum(a.startswith("\\boxed{") for a in actions) / len(actions)
+    boxed = sum(a.endswith("}") for a in actions) / len(actions)
     assert abs(boxed - teacher.p_format) < 0.02
+    # The work comes first (operands with two digits each), and the box repeats its value.
+    assert all(a.startswith("40+07=" + _value(a)) for a in actions)
+    assert all(a == f"40+07={_value(a)} \\boxed{{{_value(a)}}}" for a in actions if a.endswith("}"))
+    assert MathTeacher(show_work=False).render("47", rng) in ("47", "\\boxed{47}")
+    other = Task(id="w", prompt="What is 3 times 4, plus 1?", answer="13")
+    assert "=" not in teacher.value(other, rng)  # no work for prompts it cannot parse
     # The verifier copies its predecessor's value at p_copy and otherwise answers itself.
     copies = 0
     for _ in range(2000):
@@ -219,8 +226,9 @@ def test_default_policy_and_llm_agent_on_the_tiny_model() -> None:
         {"task": "What is 9 - 4?", "role": "solver"},
     ]
     out = agent.act(obs)
-    # The warm-started model answers with a number, boxed or (often) bare.
-    assert len(out) == 3 and all(re.fullmatch(r"(\\boxed\{)?-?\d+\}?", o) for o in out), out
+    # The warm-started model shows its work (``03+09=12``), then (mostly) boxes the number.
+    answer = r"(\d\d[-+]\d\d=-?\d+)|(\d\d[-+]\d\d=-?\d+ )?\\boxed\{-?\d+\}"
+    assert len(out) == 3 and all(re.fullmatch(answer, o) for o in out), out
     by_name = LLMAgent("tiny", role="solver", greedy=True, critic_hidden=(8,))
     assert by_name.act(obs[:1]) == out[:1]  # fresh adapters are the identity
     assert isinstance(by_name(obs[2]), str)
@@ -231,10 +239,16 @@ def test_default_policy_and_llm_agent_on_the_tiny_model() -> None:
 
 
 @pytest.mark.slow
-def test_warmstart_reproduces_the_shipped_checkpoint_exactly() -> None:
-    """`python -m flexmg.agents.warmstart` (defaults) rebuilds the asset bit for bit."""
-    shipped, _ = _shipped()
+def test_warmstart_reproduces_the_shipped_checkpoint_prefix_exactly() -> None:
+    """`python -m flexmg.agents.warmstart` (defaults) retraces the shipped run bit for bit.
+
+    The whole rebuild takes about 15 minutes on one core (``--check`` runs it);
+    CI checks its first ``PREFIX_STEPS`` steps against the hash in ``warmstart.json``.
+    """
+    _shipped()
     manifest = json.loads((TINY_ASSET_DIR / "warmstart.json").read_text())
-    model, info = warmstart.train(**{k: manifest[k] for k in warmstart.DEFAULTS}, log_every=0)
-    assert warmstart.same_weights(model, shipped)
-    assert info["final_loss"] == pytest.approx(manifest["final_loss"], abs=1e-9)
+    settings = {k: manifest[k] for k in warmstart.DEFAULTS if k in manifest}
+    assert settings == {k: manifest.get(k) for k in warmstart.DEFAULTS}, "rebuild settings"
+    model, info = warmstart.train(**settings, log_every=0, stop_after=warmstart.PREFIX_STEPS)
+    assert info["prefix_sha256"] == manifest["prefix_sha256"]
+    assert warmstart.weights_sha256(model) == manifest["prefix_sha256"]

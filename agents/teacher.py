@@ -15,6 +15,18 @@ slip when decoding greedily, and finds the right answer often when sampling:
 RL then has a learnable signal (avoid the slip) that carries over to unseen
 problems.
 
+Two more kinds of transcript are played on the **real env** (:func:`env_episode`:
+the teacher acts on the env's own observations, so prompts, context and
+feedback are exactly what the env shows the model):
+
+* **Retry rounds** (``horizon >= 2``): after feedback that the team's answer
+  is wrong, the math teacher answers right with ``p_retry_right`` and never
+  repeats a value the feedback called wrong, so feedback carries information.
+* **Relay** (``relay-2agent``, ``relay-3agent``): :class:`RelayTeacher`'s reader
+  passes the problem on only with ``p_relay``; the solver answers like the
+  math teacher when its context carries the problem and guesses otherwise, so
+  the reader's behaviour is left for RL to learn from the team reward alone.
+
 Example:
     >>> import random
     >>> from flexmg.tasks import Task
@@ -28,8 +40,8 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from flexmg.agents.prompts import compact_prompt
@@ -37,6 +49,14 @@ from flexmg.tasks import Task
 
 # Offsets of the math teacher's noise (never 0, never the slip's +1).
 MATH_NOISE_OFFSETS: tuple[int, ...] = (-10, -2, -1, 2, 3, 10)
+# What a relay teacher's reader or courier writes when it does not pass the problem on
+# (a random number, 0..RELAY_GUESS_MAX, is the other unhelpful message).
+RELAY_FILLERS: tuple[str, ...] = ("ok", "I read it.", "Got it.", "Done.")
+# The relay solver's guess when its context does not carry the problem: 0..RELAY_GUESS_MAX.
+RELAY_GUESS_MAX = 80
+
+#: One episode's actor: the env's observation -> the action (stateful within the episode).
+EpisodeActor = Callable[[Mapping[str, Any]], str]
 
 
 class Teacher(Protocol):
@@ -113,7 +133,9 @@ class MathTeacher(NoisyTeacherRates):
     """Noisy arithmetic teacher: right, ``gold + 1`` (the slip), or a small offset.
 
     With ``show_work`` (default) its value carries the scratchpad of
-    :func:`worked_prefix` and the box holds the number only.
+    :func:`worked_prefix` and the box holds the number only. In a retry round
+    (after feedback that the team was wrong) it is right with ``p_retry_right``
+    and otherwise writes noise that avoids every value the feedback called wrong.
 
     >>> from flexmg.tasks import Task
     >>> task = Task(id="t", prompt="What is 3 + 9?", answer="12")
@@ -123,6 +145,7 @@ class MathTeacher(NoisyTeacherRates):
     ('03+09=12 \\\\boxed{12}', '\\\\boxed{7}')
     """
 
+    p_retry_right: float = 0.7
     show_work: bool = True
 
     @staticmethod
@@ -146,8 +169,30 @@ class MathTeacher(NoisyTeacherRates):
 
     def value(self, task: Task, rng: random.Random) -> str:
         """The teacher's answer: right, the slip, or noise (gold plus an offset), with its work."""
-        number = self._number(task, rng)
+        return self._worked(task, self._number(task, rng))
+
+    def _worked(self, task: Task, number: str) -> str:
         return (worked_prefix(task.prompt) if self.show_work else "") + number
+
+    def retry_value(self, task: Task, wrong: Collection[str], rng: random.Random) -> str:
+        """The answer of a retry round: right with ``p_retry_right``, else noise not in ``wrong``.
+
+        >>> task = Task(id="t", prompt="What is 2 + 3?", answer="5")
+        >>> MathTeacher(p_retry_right=0.0).retry_value(task, {"6"}, random.Random(0)) != "6"
+        True
+        """
+        return self._worked(task, self._retry_number(task, wrong, rng))
+
+    def _retry_number(self, task: Task, wrong: Collection[str], rng: random.Random) -> str:
+        gold = task.answer.strip()
+        if rng.random() < self.p_retry_right:
+            return gold
+        try:
+            base = int(gold)
+        except ValueError:
+            return gold + "0"
+        options = [str(base + d) for d in (1, *MATH_NOISE_OFFSETS) if str(base + d) not in wrong]
+        return rng.choice(options) if options else gold
 
     def render(self, value: str, rng: random.Random) -> str:
         """The work, then the number boxed (well-formed) with probability ``p_format``, else bare."""
@@ -157,10 +202,15 @@ class MathTeacher(NoisyTeacherRates):
         boxed = "\\boxed{" + number + "}"
         return f"{work}={number} {boxed}" if work else boxed
 
+    def episode_actor(self, task: Task, rng: random.Random) -> EpisodeActor:
+        """An actor for one episode on the real env (see :class:`MathRoundsActor`)."""
+        return MathRoundsActor(self, task, rng)
+
     def describe(self) -> dict[str, Any]:
         """JSON-friendly description (stored in the checkpoint's ``warmstart.json``)."""
         return {**asdict(self), "slip": "gold + 1", "noise_offsets": list(MATH_NOISE_OFFSETS),
                 "unformatted": "bare value",
+                "retry": "right with p_retry_right, else noise avoiding the values judged wrong",
                 "work": "operands restated with two digits, then '=' and the value"
                 if self.show_work else "none"}  # fmt: skip
 
@@ -196,6 +246,174 @@ class CodeTeacher(NoisyTeacherRates):
         """JSON-friendly description (stored in the checkpoint's ``warmstart.json``)."""
         return {**asdict(self), "slip": "first systematic mutation (wrong_solutions(task)[0])",
                 "noise": "another mutation", "unformatted": "bare code"}  # fmt: skip
+
+
+@dataclass
+class MathRoundsActor:
+    """The math teacher acting on the env's observations, round after round.
+
+    Round 0 is played as in :func:`teacher_episode`: each role answers (right,
+    slip or noise) or copies its predecessor's value with ``p_copy``. When the
+    env starts another round (the team's answer was wrong), every value the
+    team submitted that is not the gold answer counts as judged wrong, and the
+    roles answer with :meth:`MathTeacher.retry_value` (or copy, with ``p_copy``).
+    """
+
+    teacher: MathTeacher
+    task: Task
+    rng: random.Random
+    wrong: set[str] = field(default_factory=set)
+    round: int = -1
+    last: str | None = None  # the value of the previous role (this round), then the graded one
+
+    def answer(self) -> str:
+        """This round's own answer value (a retry value after round 0)."""
+        if self.round == 0:
+            return self.teacher.value(self.task, self.rng)
+        return self.teacher.retry_value(self.task, self.wrong, self.rng)
+
+    def new_round(self, round_index: int) -> None:
+        """Start ``round_index``: the previous round's graded value, if wrong, is remembered."""
+        number = None if self.last is None else self.last.rpartition("=")[2]  # after the work
+        if number is not None and number != self.task.answer.strip():
+            self.wrong.add(number)
+        self.round, self.last = round_index, None
+
+    def __call__(self, obs: Mapping[str, Any]) -> str:
+        """The role's message for ``obs`` (a new round is noticed from ``obs["round"]``)."""
+        if int(obs.get("round", 0)) != self.round:
+            self.new_round(int(obs.get("round", 0)))
+        copy = self.last is not None and self.rng.random() < self.teacher.p_copy
+        value = self.last if copy and self.last is not None else self.answer()
+        self.last = value
+        return self.teacher.render(value, self.rng)
+
+
+@dataclass(frozen=True)
+class RelayTeacher(MathTeacher):
+    """Teacher of the relay family: a reader that seldom relays, a solver that needs it.
+
+    * **reader** (sees the problem): writes the problem (the question, or just
+      its expression such as ``19 - 6``) with ``p_relay``; otherwise an
+      unhelpful message (one of :data:`RELAY_FILLERS` or a random number).
+    * **courier** (relay-3agent): copies the message it was given with
+      ``p_copy``, else writes an unhelpful message.
+    * **solver** (graded): when its context carries the problem
+      (:func:`flexmg.envs.families.relay.carries_problem`) it answers like the
+      :class:`MathTeacher` (right, slip or noise; retry values after a wrong
+      round); otherwise it guesses a number in ``0..RELAY_GUESS_MAX``. Answers
+      are boxed with ``p_format``.
+
+    >>> RelayTeacher(p_relay=1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: RelayTeacher.p_relay must be a probability in [0, 1], got 1.5
+    """
+
+    p_relay: float = 0.3
+    p_copy: float = 0.9
+
+    def unhelpful(self, rng: random.Random) -> str:
+        """A message that does not carry the problem: a filler or a random number."""
+        options = len(RELAY_FILLERS) + 1
+        pick = rng.randrange(options)
+        return RELAY_FILLERS[pick] if pick < len(RELAY_FILLERS) else str(rng.randint(0, 99))
+
+    def relay(self, task: Task, rng: random.Random) -> str:
+        """The reader's message: the problem with ``p_relay``, else an unhelpful one."""
+        if rng.random() >= self.p_relay:
+            return self.unhelpful(rng)
+        if rng.random() < 0.5:
+            return task.prompt
+        from flexmg.envs.families.relay import problem_tokens
+
+        return " ".join(problem_tokens(task.prompt)) or task.prompt
+
+    def episode_actor(self, task: Task, rng: random.Random) -> EpisodeActor:
+        """An actor for one relay episode on the real env (see :class:`RelayActor`)."""
+        return RelayActor(self, task, rng)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-friendly description (stored in the checkpoint's ``warmstart.json``)."""
+        return {**super().describe(),
+                "reader": "the problem (question or expression) with p_relay, else unhelpful",
+                "courier": "copies its predecessor with p_copy, else unhelpful",
+                "unhelpful": [*RELAY_FILLERS, "a random number 0..99"],
+                "solver": "math teacher when its context carries the problem, "
+                          f"else a guess 0..{RELAY_GUESS_MAX}"}  # fmt: skip
+
+
+@dataclass
+class RelayActor:
+    """:class:`RelayTeacher` acting on a relay env's observations (any horizon)."""
+
+    teacher: RelayTeacher
+    task: Task
+    rng: random.Random
+    solver: MathRoundsActor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.solver = MathRoundsActor(self.teacher, self.task, self.rng)
+
+    def __call__(self, obs: Mapping[str, Any]) -> str:
+        """The message of ``obs["role"]``: reader, courier (any middle role) or solver."""
+        from flexmg.envs.families.relay import carries_problem
+
+        role, context = str(obs.get("role", "")), str(obs.get("context", ""))
+        if role == "reader":
+            return self.teacher.relay(self.task, self.rng)
+        if role != "solver":  # a courier: pass the last message on, or not
+            last = context.rsplit("\n", 1)[-1]
+            message = last.split("]: ", 1)[1] if last.startswith("[") and "]: " in last else ""
+            copy = bool(message) and self.rng.random() < self.teacher.p_copy
+            return message if copy else self.teacher.unhelpful(self.rng)
+        if carries_problem(context, self.task.prompt):
+            return self.solver(obs)
+        self.solver.new_round(int(obs.get("round", 0)))
+        guesses = [str(v) for v in range(RELAY_GUESS_MAX + 1) if str(v) not in self.solver.wrong]
+        guess = self.rng.choice(guesses)
+        self.solver.last = guess
+        return self.teacher.render(guess, self.rng)
+
+
+class EnvTeacher(Protocol):
+    """A teacher that plays the real env: one stateful actor per episode."""
+
+    def episode_actor(self, task: Task, rng: random.Random) -> EpisodeActor:
+        """The actor of one episode on ``task`` (observation -> action)."""
+        ...
+
+
+def env_episode(
+    env: Any, task: Task, teacher: EnvTeacher, rng: random.Random
+) -> list[tuple[str, str]]:
+    """(compact prompt, action) pairs of one episode of the real ``env`` played by ``teacher``.
+
+    The env is reset on ``task`` and stepped with the teacher's actions, so each
+    prompt is :func:`~flexmg.agents.prompts.compact_prompt` of the env's own
+    observation: the role's view of the task, the context (earlier rounds
+    included) and the feedback, exactly as the tiny model sees them in training.
+
+    >>> import flexmg
+    >>> env = flexmg.make("relay-2agent")
+    >>> task = Task(id="t", prompt="What is 2 + 3?", answer="5")
+    >>> pairs = env_episode(env, task, RelayTeacher(p_relay=1.0), random.Random(0))
+    >>> [prompt.rsplit(chr(10), 1)[-1] for prompt, _ in pairs]
+    ['[reader]:', '[solver]:']
+    """
+    env.reset(seed=0, options={"task": task})
+    actor = teacher.episode_actor(task, rng)
+    pairs: list[tuple[str, str]] = []
+    while env.agents:
+        role = env.agent_selection
+        if env.terminations.get(role) or env.truncations.get(role):
+            env.step(None)
+            continue
+        obs = env.observe(role)
+        action = actor(obs)
+        pairs.append((compact_prompt(obs), action))
+        env.step(action)
+    return pairs
 
 
 def teacher_episode(

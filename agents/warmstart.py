@@ -19,6 +19,13 @@ learnable signal (avoid the slip) that carries over to unseen problems.
 ``code-1agent`` .. ``code-3agent``) written by the code teacher; the shipped
 checkpoint is math-only (``code_weight`` 0).
 
+``--relay-weight W`` makes a share ``W`` of the episodes relay episodes
+(``relay-2agent``, ``relay-3agent``, played on the real env by the relay
+teacher: the reader passes the problem on only 30% of the time), and
+``--multi-round-weight M`` plays a share ``M`` of the math episodes with
+horizon 2 on the real env (a wrong first round is followed by a retry round
+that sees the env's feedback). Both default to 0 (see ``DEFAULTS``).
+
 Run ``python -m flexmg.agents.warmstart`` to rebuild ``agents/assets/tiny/``
 (``--check`` rebuilds in memory and compares with the shipped weights).
 
@@ -46,7 +53,15 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from flexmg.agents.teacher import CodeTeacher, MathTeacher, Teacher, teacher_episode
+from flexmg.agents.teacher import (
+    CodeTeacher,
+    EnvTeacher,
+    MathTeacher,
+    RelayTeacher,
+    Teacher,
+    env_episode,
+    teacher_episode,
+)
 from flexmg.agents.tiny_model import TINY_ASSET_DIR, build_tiny_model, count_parameters, tiny_config
 from flexmg.agents.tokenizer import build_char_tokenizer
 
@@ -59,6 +74,10 @@ DEFAULTS: dict[str, Any] = {
     # The shipped checkpoint is math-only: a code mix (e.g. 0.2) is supported but was not
     # trained for lack of CPU time (see default_mixtures and the code teacher).
     "code_weight": 0.0,
+    # Share of relay episodes (relay teacher on the real relay envs) in the warm-start data.
+    "relay_weight": 0.0,
+    # Share of the math episodes played with horizon 2 (retry rounds after feedback).
+    "multi_round_weight": 0.0,
 }
 
 
@@ -92,6 +111,16 @@ CODE_WORKFLOWS: tuple[tuple[str, float], ...] = (
     ("code-2agent", 0.55),
     ("code-3agent", 0.15),
 )
+
+
+# The relay workflows (registered env ids) and their weights; DEFAULTS["relay_weight"] is the
+# share of relay episodes. Their tasks are MATH_TASKS (train split).
+RELAY_WORKFLOWS: tuple[tuple[str, float], ...] = (
+    ("relay-2agent", 0.75),
+    ("relay-3agent", 0.25),
+)
+# Horizon of the multi-round math episodes (DEFAULTS["multi_round_weight"]).
+MULTI_ROUND_HORIZON = 2
 
 
 def workflow_roles(env_id: str) -> tuple[str, ...]:
@@ -141,6 +170,69 @@ class _Mixture:
         return teacher_episode(task, roles, self.teacher, rng)
 
 
+class _EnvMixture:
+    """Draws (task, env) from weighted task sources and weighted envs; plays the real env.
+
+    Each episode is :func:`~flexmg.agents.teacher.env_episode`: the teacher acts
+    on the env's own observations (``horizon`` rounds at most).
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[tuple[Any, float]],
+        env_ids: Sequence[tuple[str, float]],
+        teacher: EnvTeacher,
+        horizon: int = 1,
+    ) -> None:
+        import flexmg
+
+        self.sources, self.source_weights = zip(*sources, strict=True)
+        self.env_ids, self.env_weights = zip(*env_ids, strict=True)
+        self.teacher = teacher
+        self.horizon = horizon
+        self.envs = {env_id: flexmg.make(env_id, horizon=horizon) for env_id in self.env_ids}
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-friendly description of the data (stored in ``warmstart.json``)."""
+        describe = getattr(self.teacher, "describe", None)
+        return {
+            "sources": [getattr(s, "name", type(s).__name__) + f"/{getattr(s, 'difficulty', '')}"
+                        for s in self.sources],
+            "source_weights": list(self.source_weights),
+            "envs": list(self.env_ids),
+            "env_weights": list(self.env_weights),
+            "horizon": self.horizon,
+            "played_on": "the real env (prompts are its observations)",
+            "teacher": describe() if describe else repr(self.teacher),
+        }  # fmt: skip
+
+    def pairs(self, rng: random.Random) -> list[tuple[str, str]]:
+        source = rng.choices(self.sources, self.source_weights)[0]
+        task = source.get(rng.randrange(1 << 30))
+        env_id = rng.choices(self.env_ids, self.env_weights)[0]
+        return env_episode(self.envs[env_id], task, self.teacher, rng)
+
+
+def _math_sources() -> list[tuple[Any, float]]:
+    from flexmg.envs.math import make_math_source
+
+    return [(make_math_source(spec, split="train"), w) for spec, w in MATH_TASKS]
+
+
+def relay_mixture(teacher: RelayTeacher | None = None) -> _EnvMixture:
+    """The relay part of the warm-start data: MATH_TASKS on the relay envs (train split)."""
+    return _EnvMixture(_math_sources(), RELAY_WORKFLOWS, teacher or RelayTeacher())
+
+
+def multi_round_mixture(
+    teacher: MathTeacher | None = None, horizon: int = MULTI_ROUND_HORIZON
+) -> _EnvMixture:
+    """Math episodes with ``horizon`` rounds on the real math envs (retry after feedback)."""
+    if horizon < 2:
+        raise ValueError(f"a multi-round mixture needs horizon >= 2, got {horizon}")
+    return _EnvMixture(_math_sources(), MATH_WORKFLOWS, teacher or MathTeacher(), horizon)
+
+
 def math_mixture(teacher: Teacher | None = None) -> _Mixture:
     """The math part of the warm-start data (train split only)."""
     from flexmg.envs.math import make_math_source
@@ -185,7 +277,7 @@ BUCKETS = 8  # batches drawn at once and grouped by length (less padding, same d
 
 
 def _length_buckets(
-    parts: Sequence[_Mixture], weights: Sequence[float], batch_size: int, rng: random.Random
+    parts: Sequence[Any], weights: Sequence[float], batch_size: int, rng: random.Random
 ) -> list[list[tuple[str, str]]]:
     """``BUCKETS`` batches of teacher pairs, each of similar lengths, in random order."""
     pool: list[tuple[str, str]] = []
@@ -197,12 +289,38 @@ def _length_buckets(
     return batches
 
 
-def default_mixtures(code_weight: float = 0.0) -> list[tuple[_Mixture, float]]:
-    """The warm-start data: (mixture, weight) pairs of math and procedural code."""
-    if not 0.0 <= code_weight < 1.0:
-        raise ValueError(f"code_weight must be in [0, 1), got {code_weight!r}")
-    parts = [(math_mixture(), 1.0 - code_weight)]
-    return parts + [(code_mixture(), code_weight)] if code_weight > 0 else parts
+def default_mixtures(
+    code_weight: float = 0.0, relay_weight: float = 0.0, multi_round_weight: float = 0.0
+) -> list[tuple[Any, float]]:
+    """The warm-start data: (mixture, weight) pairs of math, procedural code and relay.
+
+    ``code_weight`` and ``relay_weight`` are shares of all episodes; the rest
+    is math, of which ``multi_round_weight`` is played with horizon 2. A part
+    of weight 0 is left out (so the data of the other parts is unchanged).
+
+    >>> default_mixtures(code_weight=0.6, relay_weight=0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: code_weight + relay_weight must be < 1 (the rest is math), got 0.6 + 0.5
+    """
+    for name, value in (("code_weight", code_weight), ("relay_weight", relay_weight),
+                        ("multi_round_weight", multi_round_weight)):  # fmt: skip
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    if code_weight + relay_weight >= 1.0:
+        raise ValueError(
+            "code_weight + relay_weight must be < 1 (the rest is math), "
+            f"got {code_weight} + {relay_weight}"
+        )
+    math_share = 1.0 - code_weight - relay_weight
+    parts: list[tuple[Any, float]] = [(math_mixture(), math_share * (1.0 - multi_round_weight))]
+    if multi_round_weight > 0:
+        parts.append((multi_round_mixture(), math_share * multi_round_weight))
+    if code_weight > 0:
+        parts.append((code_mixture(), code_weight))
+    if relay_weight > 0:
+        parts.append((relay_mixture(), relay_weight))
+    return parts
 
 
 def train(
@@ -212,9 +330,11 @@ def train(
     lr: float = 3e-3,
     warmup: int = 100,
     code_weight: float = 0.0,
+    relay_weight: float = 0.0,
+    multi_round_weight: float = 0.0,
     log_every: int = 100,
     config_overrides: dict[str, Any] | None = None,
-    mixtures: Sequence[tuple[_Mixture, float]] | None = None,
+    mixtures: Sequence[tuple[Any, float]] | None = None,
     progress: bool = False,
     stop_after: int | None = None,
 ) -> tuple[Any, dict[str, Any]]:
@@ -227,7 +347,11 @@ def train(
     ``info["prefix_sha256"]`` hashes the weights after :data:`PREFIX_STEPS`.
     """
     tokenizer = build_char_tokenizer()
-    data = list(mixtures) if mixtures is not None else default_mixtures(code_weight)
+    data = (
+        list(mixtures)
+        if mixtures is not None
+        else default_mixtures(code_weight, relay_weight, multi_round_weight)
+    )
     parts, part_weights = zip(*data, strict=True)
     rng = random.Random(seed)
     model = build_tiny_model(seed=seed, config=tiny_config(**(config_overrides or {})))
@@ -286,6 +410,8 @@ def train(
         "lr": lr,
         "warmup": warmup,
         "code_weight": code_weight,
+        "relay_weight": relay_weight,
+        "multi_round_weight": multi_round_weight,
         "data": [{**part.describe(), "weight": w} for part, w in data],
         "final_loss": sum(losses[-50:]) / max(1, len(losses[-50:])),
         "prefix_steps": PREFIX_STEPS,

@@ -39,6 +39,8 @@ Example:
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from flexmg.envs.families.common import team_workflows
@@ -74,6 +76,51 @@ OPTIONS: dict[str, Any] = {"grade_timeout": 1.0}
 def hidden_task(task: Task) -> str:
     """What every role but the reader sees of the task: a notice, never the problem."""
     return HIDDEN
+
+
+# Numbers and arithmetic symbols: what a message must carry for the problem to be recovered.
+_PROBLEM_TOKEN = re.compile(r"\d+(?:\.\d+)?|[-+*/×÷^()=]")
+
+
+def problem_tokens(text: str) -> list[str]:
+    """The numbers and arithmetic symbols of ``text``, in order (spaces and words dropped).
+
+    >>> problem_tokens("What is 19 - 6?")
+    ['19', '-', '6']
+    """
+    return _PROBLEM_TOKEN.findall(text)
+
+
+def carries_problem(message: str, problem: str) -> bool:
+    """True when the ``problem`` can be recovered from ``message``.
+
+    The message must hold the problem's numbers and arithmetic symbols in the
+    problem's order, contiguously (``19-6``, ``19 - 6`` and the whole question
+    all count; ``6 - 19``, ``19 6`` and the answer alone do not). A problem
+    without numbers or symbols must appear word for word (spaces normalised).
+
+    >>> carries_problem("It asks: 19 - 6.", "What is 19 - 6?")
+    True
+    >>> carries_problem("\\boxed{13}", "What is 19 - 6?"), carries_problem("119 - 6", "What is 19 - 6?")
+    (False, False)
+    """
+    want = problem_tokens(problem)
+    if not want:
+        squash = " ".join(problem.split())
+        return bool(squash) and squash in " ".join(message.split())
+    have = problem_tokens(message)
+    n = len(want)
+    return any(have[i : i + n] == want for i in range(len(have) - n + 1))
+
+
+def relay_rate(messages: Iterable[str], problems: Iterable[str]) -> float:
+    """Share of ``messages`` that carry their problem (:func:`carries_problem`); 0.0 when none.
+
+    >>> relay_rate(["19 - 6", "ok"], ["What is 19 - 6?", "What is 2 + 3?"])
+    0.5
+    """
+    pairs = list(zip(messages, problems, strict=True))
+    return sum(carries_problem(m, p) for m, p in pairs) / len(pairs) if pairs else 0.0
 
 
 #: Env name -> its workflow; registered as ``<name>-v<VERSION>``.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import re
 
 import pytest
 
@@ -15,6 +14,12 @@ from flexmg.envs.families.relay import HIDDEN, carries_problem, relay_rate
 from flexmg.tasks import Task
 
 TASK = Task(id="t", prompt="What is 19 - 6?", answer="13")
+
+
+def _number(action: str) -> str:
+    """The value an action gives: ``19-06=13 \\boxed{13}``, ``19-06=13`` and ``\\boxed{13}`` give 13."""
+    last = action.rsplit(" ", 1)[-1]
+    return last.rpartition("=")[2].removeprefix("\\boxed{").removesuffix("}")
 
 
 def _replayed_prompts(env_id: str, horizon: int, task: Task, actions: list[str]) -> list[str]:
@@ -65,9 +70,10 @@ def test_relay_teacher_rates() -> None:
         assert reader_prompt == f"Q:{task.prompt}\n[reader]:"
         assert solver_prompt == f"Q:{HIDDEN}\n[reader]: {message}\n[solver]:"
         relayed.append(carries_problem(message, task.prompt))
-        boxed.append(answer.startswith("\\boxed{"))
-        value = re.sub(r"\\boxed\{(.*)\}", r"\1", answer)
-        (right_when_relayed if relayed[-1] else right_otherwise).append(value == task.answer)
+        boxed.append(answer.endswith("}"))
+        (right_when_relayed if relayed[-1] else right_otherwise).append(
+            _number(answer) == task.answer
+        )
     assert abs(sum(relayed) / len(relayed) - teacher.p_relay) < 0.04
     assert abs(sum(right_when_relayed) / len(right_when_relayed) - teacher.p_right) < 0.07
     assert sum(right_otherwise) / len(right_otherwise) < 0.05  # a guess
@@ -96,11 +102,9 @@ def test_retry_round_uses_the_feedback() -> None:
         (_, first), (prompt, second) = pairs
         assert "F:" in prompt and f"[solver]: {first}" in prompt  # feedback and round 1 shown
         if "is incorrect" in prompt:
-            assert re.sub(r"\\boxed\{(.*)\}", r"\1", second) != first.removeprefix(
-                "\\boxed{"
-            ).removesuffix("}")
+            assert _number(second) != _number(first)
         retries += 1
-        right += re.sub(r"\\boxed\{(.*)\}", r"\1", second) == TASK.answer
+        right += _number(second) == TASK.answer
     assert abs(right / retries - teacher.p_retry_right) < 0.05
 
 

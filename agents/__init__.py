@@ -1,8 +1,9 @@
 """Agents for Flex-MG envs: the agent protocol, scripted/random agents, LLM agents, MARFT.
 
-The light pieces (protocol, scripted agents, ``rollout``) import no torch; the
-LLM pieces (``LLMAgent``, ``TeamPolicy``, ``PolicyConfig``) load torch,
-transformers and peft on first use (``pip install 'flexmg[train]'``).
+The light pieces (protocol, scripted agents, ``rollout``, the configs
+``TrainConfig``/``PolicyConfig``/``PPOConfig``, ``MARFT``) import no torch; the
+LLM pieces (``LLMAgent``, ``TeamPolicy``, ``Trainer``) load torch, transformers
+and peft on first use (``pip install 'flexmg[train]'``).
 
 Example:
     >>> from flexmg.agents import RandomAgent, rollout
@@ -29,10 +30,10 @@ from flexmg.agents.episodes import RolloutResult, rollout
 _LAZY = {
     "LLMAgent": "flexmg.agents.llm_agent",
     "TeamPolicy": "flexmg.agents.policy",
-    "PolicyConfig": "flexmg.agents.policy",
+    "PolicyConfig": "flexmg.agents.config",
     "Trainer": "flexmg.agents.trainer",
-    "TrainConfig": "flexmg.agents.trainer",
-    "PPOConfig": "flexmg.agents.ppo",
+    "TrainConfig": "flexmg.agents.config",
+    "PPOConfig": "flexmg.agents.config",
     "MARFT": "flexmg.agents.marft",
 }
 

@@ -1,26 +1,93 @@
-"""Play episodes with a team of agents and collect transcripts and metrics.
+"""The one episode driver: play a batch of episodes on a vector env, one role at a time.
+
+:func:`play_batch` resets a vector env and steps it until every env has
+finished its episode, asking ``act(role, envs, observations)`` for the
+actions of each role's batch (``envs``: the indices of the envs waiting on
+``role``, in order). Everything that plays episodes goes through it:
+
+* :func:`rollout`: a team of agents (scripted, LLM, any ``act(list[obs])``)
+  plays ``episodes`` episodes, batch after batch (leaderboards, examples);
+* :func:`flexmg.agents.samples.collect_rollout`: a team policy plays one batch
+  and each turn becomes a PPO sample (training, and held-out evaluation).
+
+Summaries of the episodes come from :func:`flexmg.metrics.summarize_episodes`.
 
 Example:
     >>> import flexmg
     >>> from flexmg.agents import rollout
     >>> echo = lambda obs: obs["task"][5:] if obs["role"] == "a" else obs["context"][5:]
     >>> result = rollout(flexmg.make("echo"), {"a": echo, "b": echo}, episodes=4, seed=0)
-    >>> result.success_rate
-    1.0
+    >>> result.success_rate, result.summary()["episodes"]
+    (1.0, 4)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from flexmg.agents.base import Agent, as_agent
 from flexmg.env import FlexMGEnv
+from flexmg.metrics import EpisodeSummary, summarize_episodes
 from flexmg.protocols import VectorEnv
 from flexmg.vector import EpisodeResult, SyncVectorEnv
+
+__all__ = ["Act", "RolloutResult", "play_batch", "rollout"]
+
+Act = Callable[[str, list[int], list[dict]], Sequence[str]]
+"""``act(role, envs, observations) -> actions``: one action per observation of ``role``."""
+
+
+def play_batch(
+    vec: VectorEnv, act: Act, seed: int, max_steps: int = 100_000
+) -> list[EpisodeResult]:
+    """Play one episode per env of ``vec`` (env ``i`` seeded ``seed + i``) to the end.
+
+    Args:
+        vec: a flexmg vector env (``flexmg.make_vec``).
+        act: ``act(role, envs, observations)``: one action (str) per observation;
+            ``envs`` are the indices of the envs the observations come from.
+        seed: ``vec.reset(seed=seed)``.
+        max_steps: guard against a vector env that never finishes (role steps).
+
+    Returns:
+        The finished episodes, in env order.
+
+    >>> import flexmg
+    >>> vec = flexmg.make_vec("echo", num_envs=2)
+    >>> def act(role, envs, observations):  # "a" says one word, "b" says another
+    ...     return ["up" if role == "a" else "down" for _ in observations]
+    >>> [(ep.seed, ep.transcript[1].action, ep.success) for ep in play_batch(vec, act, seed=7)]
+    [(7, 'down', False), (8, 'down', False)]
+    >>> vec.close()
+    """
+    vec.reset(seed=seed)
+    steps = 0
+    while not vec.all_done():
+        steps += 1
+        if steps > max_steps:
+            raise RuntimeError(
+                f"vector env did not finish after {max_steps} role steps; "
+                "check the env's horizon/termination"
+            )
+        role = vec.next_role()
+        obs = vec.observe(role)
+        envs = [i for i, o in enumerate(obs) if o is not None]
+        if not envs:
+            raise RuntimeError(
+                f"vector env chose role {role!r} but no env is waiting on it (observe gave all None)"
+            )
+        acts = act(role, envs, [o for o in obs if o is not None])
+        if len(acts) != len(envs):
+            raise ValueError(
+                f"the actor for {role!r} returned {len(acts)} actions for {len(envs)} observations"
+            )
+        actions: list[str | None] = [None] * vec.num_envs
+        for i, a in zip(envs, acts):
+            actions[i] = a
+        vec.step(role, actions)
+    return vec.episodes()
 
 
 @dataclass
@@ -29,55 +96,33 @@ class RolloutResult:
 
     episodes: list[EpisodeResult] = field(default_factory=list)
 
+    def summarize(self) -> EpisodeSummary:
+        """:func:`flexmg.metrics.summarize_episodes` of the episodes."""
+        return summarize_episodes(e.metrics for e in self.episodes)
+
     @property
     def success_rate(self) -> float:
-        return float(np.mean([e.success for e in self.episodes])) if self.episodes else 0.0
+        """Share of episodes whose metrics say ``success``."""
+        return self.summarize()["success_rate"]
 
     @property
     def mean_score(self) -> float:
-        return (
-            float(np.mean([e.metrics.get("score", 0.0) for e in self.episodes]))
-            if self.episodes
-            else 0.0
-        )
+        """Mean episode ``score``."""
+        return self.summarize()["score"]
 
     def summary(self) -> dict[str, Any]:
-        rounds = [e.metrics.get("rounds", 0) for e in self.episodes]
-        per_role: dict[str, dict[str, float]] = {}
-        for e in self.episodes:
-            for role, m in e.metrics.get("per_role", {}).items():
-                acc = per_role.setdefault(role, {})
-                for k, v in m.items():
-                    if isinstance(v, (bool, int, float)) and v is not None:
-                        acc[k] = acc.get(k, 0.0) + float(v)
-        n = max(len(self.episodes), 1)
+        """``episodes``, ``success_rate``, ``mean_score``, ``mean_rounds`` and ``per_role``.
+
+        ``per_role`` is, per role, the mean of every numeric metric over all episodes.
+        """
+        s = self.summarize()
         return {
-            "episodes": len(self.episodes),
-            "success_rate": self.success_rate,
-            "mean_score": self.mean_score,
-            "mean_rounds": float(np.mean(rounds)) if rounds else 0.0,
-            "per_role": {r: {k: v / n for k, v in m.items()} for r, m in per_role.items()},
+            "episodes": s["episodes"],
+            "success_rate": s["success_rate"],
+            "mean_score": s["score"],
+            "mean_rounds": s["rounds"],
+            "per_role": s["role_means"],
         }
-
-
-def _play_batch(vec: VectorEnv, team: Mapping[str, Agent], seed: int) -> list[EpisodeResult]:
-    vec.reset(seed=seed)
-    while not vec.all_done():
-        role = vec.next_role()
-        if role not in team:
-            raise KeyError(f"no agent for role {role!r}; team has {sorted(team)}")
-        obs = vec.observe(role)
-        idx = [i for i, o in enumerate(obs) if o is not None]
-        acts = team[role].act([obs[i] for i in idx])
-        if len(acts) != len(idx):
-            raise ValueError(
-                f"agent for {role!r} returned {len(acts)} actions for {len(idx)} observations"
-            )
-        actions: list[str | None] = [None] * vec.num_envs
-        for i, a in zip(idx, acts):
-            actions[i] = a
-        vec.step(role, actions)
-    return vec.episodes()
 
 
 def rollout(
@@ -99,10 +144,16 @@ def rollout(
     """
     vec = env if isinstance(env, VectorEnv) else SyncVectorEnv([lambda: env])
     if isinstance(team, Mapping):
-        agents = {r: as_agent(a) for r, a in team.items()}
+        agents: dict[str, Agent] = {r: as_agent(a) for r, a in team.items()}
     else:
         one = as_agent(team)
         agents = {r: one for r in vec.possible_agents}
+
+    def act(role: str, envs: list[int], observations: list[dict]) -> list[str]:
+        if role not in agents:
+            raise KeyError(f"no agent for role {role!r}; team has {sorted(agents)}")
+        return agents[role].act(observations)
+
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -111,7 +162,7 @@ def rollout(
     result = RolloutResult()
     start = seed
     while len(result.episodes) < episodes:
-        batch = _play_batch(vec, agents, start)
+        batch = play_batch(vec, act, start)
         start += vec.num_envs
         result.episodes.extend(batch[: episodes - len(result.episodes)])
         if bar is not None:

@@ -1,122 +1,54 @@
 """Held-out evaluation of a team policy: success, format and correctness, per role and team.
 
-What is learned is told apart: *success* (the env's team success), *format*
-(a well-formed answer: the env's ``format_ok``, else an answer that was graded
-without a format error) and *correctness* (the answer's value is right however
-it is written: the env's ``answer_correct``, else ``own_correct``). The team's
-format and correctness are those of the graded role. Greedy outcomes are fixed
-per prompt, so uncertainty is a 95% bootstrap interval over *distinct prompts*
-(``task_id``), and the number of distinct prompts is reported.
+:func:`evaluate_policy` plays held-out episodes (greedy, ``split="eval"``) with
+:func:`~flexmg.agents.samples.collect_rollout` and reports
+:func:`evaluation_record`: the summary of :mod:`flexmg.metrics` (success, format
+and correctness told apart; the team's are the graded role's) with 95%
+bootstrap intervals over distinct prompts, in the shape the run folder's
+``metrics.jsonl``, ``summary.json`` and ``flexmg eval`` record.
 
 Example:
     >>> m = [{"task_id": "t1", "success": True, "graded_role": "s",
     ...       "per_role": {"s": {"own_correct": True, "format_error": False}}},
     ...      {"task_id": "t2", "success": False, "graded_role": "s",
     ...       "per_role": {"s": {"own_correct": None, "format_error": False}}}]
-    >>> out = summarize_metrics(m)
+    >>> out = evaluation_record(m)
     >>> out["prompts"], out["success_rate"], out["format_rate"], out["per_role"]["s"]["correct"]
     (2, 0.5, 0.5, 0.5)
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flexmg.agents.buffer import collect_rollout
-
-BOOTSTRAP_RESAMPLES = 2000
-
-
-def role_format_ok(role_metrics: Mapping[str, Any]) -> bool:
-    """A well-formed answer: ``format_ok`` when the env reports it, else graded without error."""
-    if "format_ok" in role_metrics:
-        return bool(role_metrics["format_ok"])
-    return role_metrics.get("own_correct") is not None and not role_metrics.get("format_error")
+from flexmg.agents.samples import collect_rollout
+from flexmg.metrics import prompt_intervals, summarize_episodes
 
 
-def role_correct(role_metrics: Mapping[str, Any]) -> bool:
-    """The answer's value is right: ``answer_correct`` when reported, else ``own_correct``."""
-    value = role_metrics.get("answer_correct", role_metrics.get("own_correct"))
-    return bool(value)
+def evaluation_record(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The evaluation's figures: :func:`flexmg.metrics.summarize_episodes` with intervals.
 
-
-def bootstrap_ci(
-    values_by_prompt: Mapping[str, Sequence[float]], resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = 0,
-) -> tuple[float, float] | None:  # fmt: skip
-    """95% bootstrap interval of the mean over prompts (prompts resampled, each its mean).
-
-    ``None`` with fewer than two prompts.
-
-    >>> bootstrap_ci({"a": [1.0], "b": [0.0], "c": [1.0, 0.0]}) is not None
-    True
-    """
-    means = [sum(v) / len(v) for v in values_by_prompt.values() if len(v)]
-    if len(means) < 2:
-        return None
-    rng = random.Random(seed)
-    n = len(means)
-    stats = sorted(sum(rng.choice(means) for _ in range(n)) / n for _ in range(resamples))
-    return stats[int(0.025 * resamples)], stats[min(resamples - 1, int(0.975 * resamples))]
-
-
-def summarize_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Aggregate episode metrics: team and per-role success, format and correctness.
-
-    Returns ``episodes``, ``prompts`` (distinct ``task_id``), ``success_rate``,
-    ``format_rate``, ``correct_rate`` (team = graded role), their ``*_ci``
-    (bootstrap over prompts), ``team_reward``, ``rounds``, ``per_role``
-    (``success``, ``format``, ``correct``, ``truncated``) and
+    Returns ``episodes``, ``prompts`` (distinct ``task_id``), ``team_reward``,
+    ``rounds``, ``success_rate``, ``format_rate``, ``correct_rate`` (team =
+    graded role) and their ``*_ci`` (:func:`flexmg.metrics.prompt_intervals`),
+    ``per_role`` (``success``, ``format``, ``correct``, ``truncated``) and
     ``format_error_rate`` per role when the env reports it.
     """
-    n = max(1, len(metrics))
-    team: dict[str, dict[str, list[float]]] = {"success": {}, "format": {}, "correct": {}}
-    per_role: dict[str, dict[str, list[float]]] = {}
-    format_errors: dict[str, list[float]] = {}
-    for k, m in enumerate(metrics):
-        prompt = str(m.get("task_id", f"episode-{k}"))
-        roles = m.get("per_role") or {}
-        graded = roles.get(m.get("graded_role"), {}) if isinstance(roles, Mapping) else {}
-        graded = graded if isinstance(graded, Mapping) else {}
-        row = {
-            "success": float(bool(m.get("success", False))),
-            "format": float(role_format_ok(graded)),
-            "correct": float(role_correct(graded)),
-        }
-        for key, value in row.items():
-            team[key].setdefault(prompt, []).append(value)
-        for role, rm in roles.items() if isinstance(roles, Mapping) else ():
-            if not isinstance(rm, Mapping):
-                continue
-            acc = per_role.setdefault(
-                role, {"success": [], "format": [], "correct": [], "truncated": []}
-            )
-            acc["success"].append(row["success"])
-            acc["format"].append(float(role_format_ok(rm)))
-            acc["correct"].append(float(role_correct(rm)))
-            acc["truncated"].append(float(bool(rm.get("truncated", False))))
-            if "format_error" in rm:
-                format_errors.setdefault(role, []).append(float(bool(rm["format_error"])))
+    s = summarize_episodes(metrics)
+    ci = prompt_intervals(metrics)
     out: dict[str, Any] = {
-        "episodes": len(metrics),
-        "prompts": len(team["success"]),
-        "team_reward": sum(float(m.get("team_reward", 0.0) or 0.0) for m in metrics) / n,
-        "rounds": sum(float(m.get("rounds", 0) or 0) for m in metrics) / n,
+        "episodes": s["episodes"],
+        "prompts": s["prompts"],
+        "team_reward": s["team_reward"],
+        "rounds": s["rounds"],
     }
-    for key, name in (("success", "success_rate"), ("format", "format_rate"),
-                      ("correct", "correct_rate")):  # fmt: skip
-        values = [v for vs in team[key].values() for v in vs]
-        out[name] = sum(values) / len(values) if values else 0.0
-        ci = bootstrap_ci(team[key])
-        out[f"{name}_ci"] = list(ci) if ci else None
-    out["per_role"] = {
-        role: {key: sum(vals) / len(vals) for key, vals in acc.items()}
-        for role, acc in per_role.items()
-    }
-    if format_errors:
-        out["format_error_rate"] = {r: sum(v) / len(v) for r, v in format_errors.items()}
+    for name in ("success_rate", "format_rate", "correct_rate"):
+        out[name] = s[name]
+        out[f"{name}_ci"] = ci[name]
+    out["per_role"] = {role: dict(rates) for role, rates in s["per_role"].items()}
+    if s["format_error"]:
+        out["format_error_rate"] = s["format_error"]
     return out
 
 
@@ -133,7 +65,7 @@ def evaluate_policy(
 ) -> dict[str, Any]:
     """Play ``episodes`` episodes of ``env_id`` (held-out split, greedy) and summarize them.
 
-    Returns :func:`summarize_metrics` of the episodes.
+    Returns :func:`evaluation_record` of the episodes.
     """
     import flexmg
 
@@ -154,4 +86,4 @@ def evaluate_policy(
     finally:
         if vec is not None:
             vec.close()
-    return summarize_metrics(metrics)
+    return evaluation_record(metrics)

@@ -156,7 +156,7 @@ def assign_advantages(
     """Fill ``advantage``/``ret`` (and the token versions) of every sample in place.
 
     Args:
-        episodes: per episode, its samples (``agents.buffer.Sample``) with
+        episodes: per episode, its samples (``agents.samples.Sample``) with
             ``old_value`` and, for ``level="token"``, ``old_token_values`` set.
         credit: maps an episode's samples to its chains (who bootstraps from
             whom, with which reward): MARFT chains all agents in graph order,
@@ -181,7 +181,7 @@ def assign_advantages(
             steps = [episode[i] for i in indices]
             if truncation_penalty:
                 rewards = [
-                    float(r) - truncation_penalty * bool(getattr(s, "truncated", False))
+                    float(r) - truncation_penalty * bool(s.truncated)
                     for r, s in zip(rewards, steps, strict=True)
                 ]
             if level == "action":

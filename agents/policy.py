@@ -39,17 +39,17 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
+from flexmg.agents.config import PolicyConfig
 from flexmg.agents.critic import build_value_heads
 from flexmg.agents.prompts import fit_observation, render_prompt, resolve_prompt_style
 from flexmg.agents.sampling import (
-    SamplingConfig,
     sample_actions,
     stop_token_ids,
     token_logprobs,
@@ -64,102 +64,6 @@ _DTYPES = {
     "float16": torch.float16,
     "fp16": torch.float16,
 }
-
-
-@dataclass
-class PolicyConfig:
-    """Settings of a :class:`TeamPolicy` (defaults: the tiny model on CPU).
-
-    Attributes:
-        model: ``"tiny"`` (the shipped model), a local folder, or a cached HF model id.
-        share_parameters: one LoRA adapter for all roles (MARFT with parameter sharing).
-        critic: ``"centralized"`` (one value head, MARFT) or ``"per_role"`` (IPPO).
-        lora_r: LoRA rank.
-        lora_alpha: LoRA scaling numerator.
-        lora_dropout: LoRA dropout. PPO always scores with dropout off (the
-            ratio must compare one function), so it only matters for other uses
-            of the saved adapters.
-        lora_target_modules: module names to adapt; None: peft's default for the
-            model family (``q_proj``/``v_proj`` for Qwen2 and Llama, ``c_attn``
-            for GPT-2, ``query_key_value`` for GPT-NeoX).
-        max_new_tokens: tokens per action, the stop token included.
-        temperature: sampling temperature of rollouts (the learner uses the same).
-        top_k: top-k truncation of rollouts (0: off, the default; see ``docs/marft.md``).
-        top_p: nucleus truncation of rollouts (1.0: off, the default).
-        max_prompt_tokens: longer prompts lose their oldest context first
-            (:func:`~flexmg.agents.llm_agent.fit_observation`).
-        logprob_reduction: an action's log-prob is the ``"sum"`` or ``"mean"`` of its tokens'.
-        critic_hidden: hidden widths of the value-head MLP.
-        micro_batch: rows per forward pass when scoring and updating (0: all at
-            once); results equal the unbatched computation.
-        device: ``"auto"`` (cuda when available), ``"cpu"``, ``"cuda:1"``, ...
-        dtype: ``"auto"`` (bf16 on a CUDA device that has it, else fp32) or a dtype name.
-        gradient_checkpointing: recompute the base's activations in the backward pass.
-        seed: seed of the adapters' and value heads' initialization.
-        prompt_style: ``"auto"``, ``"compact"`` (tiny model), ``"chat"`` or ``"plain"``.
-
-    >>> PolicyConfig(lora_r=4).sampling
-    SamplingConfig(temperature=1.0, top_k=0, top_p=1.0)
-    """
-
-    model: str = "tiny"
-    share_parameters: bool = False
-    critic: str = "centralized"
-    lora_r: int = 8
-    lora_alpha: int = 16
-    lora_dropout: float = 0.0
-    lora_target_modules: list[str] | None = None
-    max_new_tokens: int = 24
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    max_prompt_tokens: int = 1024
-    logprob_reduction: str = "sum"
-    critic_hidden: tuple[int, ...] = (1024, 512)
-    micro_batch: int = 0
-    device: str = "auto"
-    dtype: str = "auto"
-    gradient_checkpointing: bool = False
-    seed: int = 0
-    prompt_style: str = "auto"
-
-    def __post_init__(self) -> None:
-        if self.lora_target_modules is not None:
-            self.lora_target_modules = list(self.lora_target_modules)
-        self.critic_hidden = tuple(int(h) for h in self.critic_hidden)
-        checks = [
-            (isinstance(self.model, str) and bool(self.model), "model must be a non-empty str"),
-            (self.critic in ("centralized", "per_role"), "critic must be 'centralized' or 'per_role'"),
-            (self.logprob_reduction in ("sum", "mean"), "logprob_reduction must be 'sum' or 'mean'"),
-            (self.lora_r > 0 and self.lora_alpha > 0, "lora_r and lora_alpha must be positive"),
-            (0.0 <= self.lora_dropout < 1.0, "lora_dropout must be in [0, 1)"),
-            (self.lora_target_modules is None or len(self.lora_target_modules) > 0,
-             "lora_target_modules must be None (the family's default) or a non-empty list"),
-            (self.max_new_tokens >= 1, "max_new_tokens must be >= 1"),
-            (self.max_prompt_tokens >= 8, "max_prompt_tokens must be >= 8"),
-            (self.micro_batch >= 0, "micro_batch must be >= 0 (0: the whole batch at once)"),
-            (self.dtype == "auto" or self.dtype in _DTYPES, f"dtype must be 'auto' or one of {sorted(_DTYPES)}"),
-            (self.prompt_style in ("auto", "compact", "chat", "plain"),
-             "prompt_style must be 'auto', 'compact', 'chat' or 'plain'"),
-        ]  # fmt: skip
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(f"PolicyConfig: {message} (got {self!r})")
-        try:
-            self.sampling  # noqa: B018 - validates temperature, top_k, top_p
-        except ValueError as exc:
-            raise ValueError(f"PolicyConfig: {exc} (got {self!r})") from exc
-
-    @property
-    def sampling(self) -> SamplingConfig:
-        """The rollout sampling distribution (also the learner's)."""
-        return SamplingConfig(self.temperature, self.top_k, self.top_p)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly dict (for run configs and checkpoints)."""
-        d = asdict(self)
-        d["critic_hidden"] = list(self.critic_hidden)
-        return d
 
 
 @dataclass

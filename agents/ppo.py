@@ -2,7 +2,7 @@
 
 :meth:`PPOLearner.update` is the whole algorithm on one rollout, in order:
 
-1. **rollout**: the batch comes from :func:`flexmg.agents.buffer.collect_rollout`;
+1. **rollout**: the batch comes from :func:`flexmg.agents.samples.collect_rollout`;
    every turn carries its tokens, the sampler's log-probs, and the *old*
    log-probs and values from the rollout's own scoring pass (exact: the policy
    does not change between rollout and update, and both passes run the same
@@ -34,118 +34,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import torch
 
-from flexmg.agents.buffer import RolloutBatch, Sample
+from flexmg.agents.config import RATIOS, PPOConfig
 from flexmg.agents.credit import rewards_are_flat
 from flexmg.agents.gae import assign_advantages
+from flexmg.agents.samples import RolloutBatch, Sample
 from flexmg.protocols import Chain, CreditFn, Policy
-
-RATIOS = ("token", "action_mean", "action_sum")
-
-
-def config_from_dict(cls: type, data: dict[str, Any]) -> Any:
-    """Build the dataclass ``cls`` from ``data``; unknown keys are a clear ``ValueError``."""
-    known = {f.name for f in fields(cls)}
-    unknown = set(data) - known
-    if unknown:
-        raise ValueError(f"unknown {cls.__name__} keys {sorted(unknown)}; known: {sorted(known)}")
-    return cls(**data)
-
-
-@dataclass
-class PPOConfig:
-    """PPO hyperparameters (defaults suit the tiny model; MARFT.md has the 7B ones).
-
-    Attributes:
-        level: ``"action"`` (APPO: one advantage per action) or ``"token"`` (TPPO).
-        ratio: at ``level="action"``, how the importance ratio is formed:
-            ``"token"`` (default: each token's ratio clipped, with the action's
-            advantage; loss averaged over tokens), ``"action_mean"`` (one ratio
-            per action, exp of the mean token log-ratio) or ``"action_sum"``
-            (exp of the summed log-ratio: clips almost every long action after
-            one step; see ``docs/marft.md``). TPPO always uses token ratios.
-        gamma: discount between consecutive steps of a chain.
-        lam: GAE lambda between steps.
-        token_gamma: TPPO discount between tokens of one action.
-        token_lam: TPPO GAE lambda between tokens of one action.
-        clip: PPO ratio clip.
-        value_clip: value-loss clip around the old value (0: off).
-        entropy_coef: entropy bonus (0: entropy is not even computed).
-        value_coef: weight of the value loss.
-        max_grad_norm: gradient-norm clip per adapter and per value head.
-        target_kl: a role skips its policy step (and stops for the update) above this
-            approximate KL to the rollout policy; None: never.
-        epochs: passes over the rollout per update.
-        minibatches: minibatches per epoch (per role).
-        critic_warmup: the first this-many updates train only the critic.
-        agent_interval: agent-by-agent interval K (only role ``update // K mod N``
-            learns); 0: all roles together.
-        lr_actor: adapter learning rate.
-        lr_critic: value-head learning rate.
-        kl_coef: KL penalty to the base model (adapters disabled); 0: off.
-        lr_schedule: ``"constant"`` or ``"linear"`` (decay to 0 over the run).
-        normalize_advantages: normalise advantages over the batch.
-        truncation_penalty: subtracted from the reward of a turn whose action
-            hit ``max_new_tokens`` without a stop token.
-        recompute_old: recompute old log-probs and values in a second pass
-            instead of taking the rollout's (for batches from elsewhere).
-    """
-
-    level: str = "action"
-    ratio: str = "token"
-    gamma: float = 0.99
-    lam: float = 0.95
-    token_gamma: float = 1.0
-    token_lam: float = 1.0
-    clip: float = 0.2
-    value_clip: float = 0.2
-    entropy_coef: float = 0.01
-    value_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    target_kl: float | None = 0.1
-    epochs: int = 2
-    minibatches: int = 2
-    critic_warmup: int = 0
-    agent_interval: int = 0
-    lr_actor: float = 1e-3
-    lr_critic: float = 1e-3
-    kl_coef: float = 0.0
-    lr_schedule: str = "linear"
-    normalize_advantages: bool = True
-    truncation_penalty: float = 0.0
-    recompute_old: bool = False
-
-    def __post_init__(self) -> None:
-        if self.level not in ("action", "token"):
-            raise ValueError(f"PPOConfig.level must be 'action' or 'token', got {self.level!r}")
-        if self.ratio not in RATIOS:
-            raise ValueError(f"PPOConfig.ratio must be one of {RATIOS}, got {self.ratio!r}")
-        if self.epochs < 1 or self.minibatches < 1:
-            raise ValueError(
-                f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}"
-            )
-        if self.agent_interval < 0 or self.critic_warmup < 0:
-            raise ValueError("agent_interval and critic_warmup must be >= 0")
-        if self.lr_actor <= 0 or self.lr_critic <= 0:
-            raise ValueError("learning rates must be > 0")
-        if self.lr_schedule not in ("constant", "linear"):
-            raise ValueError(
-                f"lr_schedule must be 'constant' or 'linear', got {self.lr_schedule!r}"
-            )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict (for config.json and checkpoints)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PPOConfig:
-        """Inverse of :meth:`to_dict`; unknown keys are rejected with a clear error."""
-        return config_from_dict(cls, data)
-
 
 # ----------------------------------------------------------------------------- losses
 
@@ -423,7 +320,7 @@ class PPOLearner:
         the approximate KL of the minibatch to the rollout policy.
         """
         cfg = self.config
-        size = int(getattr(self.policy.config, "micro_batch", 0) or 0) or len(part)
+        size = int(self.policy.config.micro_batch) or len(part)
         n_samples = float(len(part))
         n_tokens = float(sum(len(s.action_ids) for s in part))
         n_vtokens = float(sum(max(len(s.action_ids), 1) for s in part))

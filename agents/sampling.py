@@ -32,44 +32,13 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from flexmg.agents.config import SamplingConfig
+
 LOGPROB_FLOOR = -100.0
 """Log-prob given to a token outside the top-k/top-p set of the current policy."""
 
 DEFAULT_CHUNK_ELEMENTS = 1 << 24
 """Logit elements per chunk in :func:`token_logprobs` (64 MiB of float32)."""
-
-
-@dataclass(frozen=True)
-class SamplingConfig:
-    """The whole sampling distribution of rollouts (greedy evaluation takes the argmax).
-
-    Attributes:
-        temperature: logits are divided by it (> 0).
-        top_k: keep the k most likely tokens (0: off, the default).
-        top_p: keep the smallest set of tokens with this much probability (1.0: off).
-
-    >>> SamplingConfig().is_temperature_only
-    True
-    """
-
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-
-    def __post_init__(self) -> None:
-        if not self.temperature > 0:
-            raise ValueError(
-                f"temperature must be > 0, got {self.temperature!r} (use greedy for argmax)"
-            )
-        if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0 (0 disables it), got {self.top_k!r}")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
-
-    @property
-    def is_temperature_only(self) -> bool:
-        """True when no truncation (top-k / top-p) is in effect."""
-        return self.top_k == 0 and self.top_p >= 1.0
 
 
 def processed_logits(logits: torch.Tensor, cfg: SamplingConfig) -> torch.Tensor:

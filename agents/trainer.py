@@ -28,14 +28,12 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from flexmg.agents.buffer import RolloutBatch, collect_rollout
 from flexmg.agents.checkpoint import (
     CheckpointError,
     capture_rng_state,
@@ -44,9 +42,11 @@ from flexmg.agents.checkpoint import (
     restore_rng_state,
     save_checkpoint,
 )
+from flexmg.agents.config import PolicyConfig, PPOConfig, RunConfig, RunConfigError, TrainConfig
 from flexmg.agents.evaluation import evaluate_policy
 from flexmg.agents.marft import Algorithm, get_algorithm
-from flexmg.agents.ppo import PPOConfig, PPOLearner, config_from_dict
+from flexmg.agents.ppo import PPOLearner
+from flexmg.agents.samples import RolloutBatch, collect_rollout
 from flexmg.io import atomic_write_text, atomic_write_via, json_default
 from flexmg.protocols import VectorEnv
 
@@ -60,67 +60,6 @@ TINY_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-3, "lr_critic": 1e-3}
 # rows keep one update at 128 episodes x 512 tokens in bounded memory.
 LLM_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 0.5, "max_new_tokens": 512, "micro_batch": 8}
 LLM_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-5, "lr_critic": 5e-5}
-
-
-@dataclass
-class TrainConfig:
-    """A training run's settings (the CLI maps its flags onto these fields).
-
-    Attributes:
-        env: registered env id.
-        algo: ``"marft"``, ``"ippo"`` or a registered :class:`Algorithm`.
-        seed: run seed (policy init, rollouts, sampling, shuffling).
-        updates: total PPO updates.
-        episodes_per_update: rollout episodes per update (the vector env's size).
-        eval_every: held-out evaluation every this many updates (and at 0 and the end).
-        eval_episodes: episodes per held-out evaluation (greedy decoding, ``split="eval"``).
-        eval_seed: seed of the held-out evaluation episodes (the same set every time).
-        env_kwargs: extra kwargs for ``flexmg.make`` (e.g. ``{"horizon": 2}``).
-        run_dir: the run folder (default ``runs/<env>-<algo>-<timestamp>``).
-        checkpoint_every: checkpoint every this many updates (and at the end).
-        keep_checkpoints: keep the newest K checkpoints (0 = all).
-        vectorization: ``"sync"``, ``"async"`` or ``"ray"`` vector env.
-        progress: show a tqdm progress bar.
-        policy: :class:`~flexmg.agents.policy.PolicyConfig` fields (``critic`` is set by the algo).
-        ppo: :class:`~flexmg.agents.ppo.PPOConfig` fields.
-    """
-
-    env: str = "math-2agent"
-    algo: str = "marft"
-    seed: int = 0
-    updates: int = 30
-    episodes_per_update: int = 128
-    eval_every: int = 10
-    eval_episodes: int = 200
-    eval_seed: int = 0
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    run_dir: str | None = None
-    checkpoint_every: int = 10
-    keep_checkpoints: int = 3
-    vectorization: str = "sync"
-    progress: bool = True
-    policy: dict[str, Any] = field(default_factory=dict)
-    ppo: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for name in ("updates", "episodes_per_update", "eval_every", "eval_episodes"):
-            if int(getattr(self, name)) < 0 or (
-                name in ("episodes_per_update", "eval_every") and int(getattr(self, name)) < 1
-            ):
-                raise ValueError(f"TrainConfig.{name} must be positive, got {getattr(self, name)}")
-        if self.checkpoint_every < 1:
-            raise ValueError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
-        if self.keep_checkpoints < 0:
-            raise ValueError(f"keep_checkpoints must be >= 0, got {self.keep_checkpoints}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-friendly dict."""
-        return json.loads(json.dumps(asdict(self)))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """Inverse of :meth:`to_dict`; unknown keys are a clear error."""
-        return config_from_dict(cls, data)
 
 
 def derive_seed(*parts: int) -> int:
@@ -159,7 +98,7 @@ class Trainer:
     """
 
     def __init__(self, config: TrainConfig, _resume_state: dict[str, Any] | None = None) -> None:
-        from flexmg.agents.policy import PolicyConfig, TeamPolicy
+        from flexmg.agents.policy import TeamPolicy
 
         self.config = config
         self.algorithm: Algorithm = get_algorithm(config.algo)
@@ -198,10 +137,12 @@ class Trainer:
             raise CheckpointError(
                 f"cannot resume: {cfg_path} not found; is {run_dir} a run folder?"
             )
-        data = json.loads(cfg_path.read_text())
-        train = dict(data["train"])
-        train.update({k: v for k, v in overrides.items() if v is not None})
-        train["run_dir"] = str(run_dir)
+        try:
+            saved = RunConfig.read(run_dir)
+        except RunConfigError as exc:
+            raise CheckpointError(f"cannot resume: {exc}") from exc
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        train = TrainConfig.from_dict({**saved.train.to_dict(), **changes, "run_dir": str(run_dir)})
         ckpt = latest_checkpoint(run_dir / "checkpoints")
         if ckpt is None:
             raise CheckpointError(
@@ -211,7 +152,7 @@ class Trainer:
         state = load_checkpoint(ckpt)
         if state.get("format") != CKPT_FORMAT:
             raise CheckpointError(f"{ckpt}: unsupported checkpoint format {state.get('format')!r}")
-        return cls(TrainConfig.from_dict(train), _resume_state=state)
+        return cls(train, _resume_state=state)
 
     def _load_state(self, state: dict[str, Any]) -> None:
         self.policy.load_trainable_state(state["policy"])
@@ -235,13 +176,13 @@ class Trainer:
 
     def full_config(self) -> dict[str, Any]:
         """The config written to ``config.json``."""
-        return {
-            "train": self.config.to_dict(),
-            "algorithm": {"name": self.algorithm.name, "critic": self.algorithm.critic},
-            "roles": self.roles,
-            "policy_config": self.policy_config.to_dict(),
-            "ppo_config": self.ppo_config.to_dict(),
-        }
+        return RunConfig(
+            train=self.config,
+            algorithm={"name": self.algorithm.name, "critic": self.algorithm.critic},
+            roles=self.roles,
+            policy_config=self.policy_config,
+            ppo_config=self.ppo_config,
+        ).to_dict()
 
     # ------------------------------------------------------------------ pieces
     def rollout_seed(self, update: int) -> int:

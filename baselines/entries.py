@@ -310,8 +310,8 @@ class Entry:
                 cfg = read_run_config(path)
             except RunLoadError as exc:
                 return str(exc)
-            if list(cfg["roles"]) != list(roles):
-                return f"run {path} was trained with roles {cfg['roles']}, env has {roles}"
+            if cfg.roles != list(roles):
+                return f"run {path} was trained with roles {cfg.roles}, env has {roles}"
             if not (path / "checkpoints").is_dir() or not any(
                 (path / "checkpoints").glob("step_*.ckpt")
             ):

@@ -274,7 +274,7 @@ def _episode_record(ep: EpisodeResult) -> dict[str, Any]:
 
 
 def _cell_stats(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per-cell means: score, success rate, team reward, rounds, per-role format error rates."""
+    """The cell's :func:`flexmg.metrics.summarize_episodes` (score, success, rounds, per role...)."""
     return dict(summarize_episodes(e["metrics"] for e in episodes))
 
 

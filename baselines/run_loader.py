@@ -18,11 +18,13 @@ Example (needs a run folder)::
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flexmg.agents.config import RunConfig
 
 
 class RunLoadError(RuntimeError):
@@ -55,27 +57,19 @@ class LoadedRun:
         }
 
 
-def read_run_config(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The parsed ``config.json`` of a run folder (``RunLoadError`` with the path if absent).
+def read_run_config(run_dir: str | os.PathLike[str]) -> RunConfig:
+    """The ``config.json`` of a run folder (``RunLoadError`` with the path if absent or bad).
 
     >>> read_run_config("/nonexistent")  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     RunLoadError: /nonexistent/config.json not found: ...
     """
-    path = Path(run_dir) / "config.json"
-    if not path.is_file():
-        raise RunLoadError(
-            f"{path} not found: a run folder is what `flexmg train` writes (config.json + "
-            "checkpoints/); check the path"
-        )
+    from flexmg.agents.config import RunConfig, RunConfigError
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunLoadError(f"cannot read {path}: {exc}") from exc
-    for key in ("train", "roles", "policy_config"):
-        if key not in data:
-            raise RunLoadError(f"{path} has no {key!r} section; is it a flexmg training run?")
-    return data
+        return RunConfig.read(run_dir)
+    except RunConfigError as exc:
+        raise RunLoadError(str(exc)) from exc
 
 
 def load_run(
@@ -94,7 +88,7 @@ def load_run(
     """
     from flexmg.agents.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
     from flexmg.agents.llm_agent import LLMAgent
-    from flexmg.agents.policy import PolicyConfig, TeamPolicy
+    from flexmg.agents.policy import TeamPolicy
 
     run = Path(run_dir)
     cfg = read_run_config(run)
@@ -108,11 +102,9 @@ def load_run(
         state = load_checkpoint(ckpt)
     except (OSError, CheckpointError) as exc:
         raise RunLoadError(f"cannot load checkpoint {ckpt}: {exc}") from exc
-    pcfg = dict(cfg["policy_config"])
-    if device:
-        pcfg["device"] = device
-    roles = list(cfg["roles"])
-    policy = TeamPolicy(roles, PolicyConfig(**pcfg))
+    pcfg = cfg.policy_config if not device else replace(cfg.policy_config, device=device)
+    roles = list(cfg.roles)
+    policy = TeamPolicy(roles, pcfg)
     try:
         policy.load_trainable_state(state["policy"])
     except (KeyError, ValueError) as exc:
@@ -121,9 +113,9 @@ def load_run(
     return LoadedRun(
         path=run,
         roles=roles,
-        env=str(cfg["train"].get("env", "")),
-        algo=str(cfg.get("algorithm", {}).get("name", cfg["train"].get("algo", ""))),
-        share_parameters=bool(pcfg.get("share_parameters", False)),
+        env=cfg.train.env,
+        algo=cfg.algorithm.get("name", cfg.train.algo),
+        share_parameters=pcfg.share_parameters,
         updates=int(state.get("counters", {}).get("updates_done", 0)),
         checkpoint=ckpt,
         agent=LLMAgent(policy, role=roles[0], greedy=greedy),

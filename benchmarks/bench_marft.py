@@ -349,7 +349,7 @@ def _rollout_batch(policy: Any, episodes: int, seed: int) -> tuple[Any, float]:
     actor step happens), as single-turn episodes; returns the batch and its seconds."""
     import random
 
-    from flexmg.agents.buffer import RolloutBatch, Sample
+    from flexmg.agents.samples import RolloutBatch, Sample
 
     rng = random.Random(seed)
     obs = [

@@ -30,13 +30,14 @@ def run_actor(run_dir: Path, seed: int) -> tuple[Any, dict[str, Any]]:
     import torch
 
     from flexmg.agents.checkpoint import latest_checkpoint, load_checkpoint
-    from flexmg.agents.policy import PolicyConfig, TeamPolicy
+    from flexmg.agents.config import RunConfig
+    from flexmg.agents.policy import TeamPolicy
 
-    cfg = json.loads((run_dir / "config.json").read_text())
+    cfg = RunConfig.read(run_dir)
     ckpt = latest_checkpoint(run_dir / "checkpoints")
     if ckpt is None:
         raise SystemExit(f"pass_at_k: no checkpoint in {run_dir / 'checkpoints'}")
-    policy = TeamPolicy(cfg["roles"], PolicyConfig(**cfg["policy_config"]))
+    policy = TeamPolicy(cfg.roles, cfg.policy_config)
     policy.load_trainable_state(load_checkpoint(ckpt)["policy"])
     policy.eval()
     torch.manual_seed(seed)
@@ -44,7 +45,7 @@ def run_actor(run_dir: Path, seed: int) -> tuple[Any, dict[str, Any]]:
     def act(role: str, observations: Any, greedy: bool) -> list[str]:
         return list(policy.act(role, list(observations), greedy=greedy).texts)
 
-    return act, {"env": cfg["train"]["env"], "env_kwargs": cfg["train"].get("env_kwargs") or {},
+    return act, {"env": cfg.train.env, "env_kwargs": dict(cfg.train.env_kwargs),
                  "checkpoint": str(ckpt)}  # fmt: skip
 
 

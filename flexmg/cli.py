@@ -105,6 +105,7 @@ def _read_action(role: str) -> str | None:
 
 def _cmd_play(args: argparse.Namespace) -> int:
     import flexmg
+    from flexmg.io import json_default
 
     env = flexmg.make(args.env_id, **parse_kwargs(args.kw))
     env.reset(seed=args.seed)
@@ -137,7 +138,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
             f"=== episode over: success={metrics.get('success')} score={metrics.get('score')} "
             f"rounds={metrics.get('rounds')} ==="
         )
-        print(json.dumps(metrics, indent=2, default=str))
+        print(json.dumps(metrics, indent=2, default=json_default))
     finally:
         env.close()
     return 0

@@ -1,10 +1,19 @@
 """One summary of a batch of episodes' metrics (the numbers every report shows).
 
 Episodes report metrics as dicts (``flexmg.vector.EpisodeResult.metrics``):
-``success``, ``score``, ``team_reward``, ``rounds``, ``graded_role`` and
-``per_role`` (``{role: {"format_error": bool, ...}}``). The leaderboard's cells,
-the trainer's evaluations and ``rollout(...).summary()`` all need the same
-means; :func:`summarize_episodes` computes them once.
+``success``, ``score``, ``team_reward``, ``rounds``, ``task_id``,
+``graded_role`` and ``per_role`` (``{role: {"format_error": bool, ...}}``).
+The leaderboard's cells, the trainer's rollouts and held-out evaluations and
+``rollout(...).summary()`` all need the same means; :func:`summarize_episodes`
+computes them once, and :func:`prompt_intervals` adds bootstrap intervals over
+distinct prompts.
+
+What is learned is told apart: *success* (the env's team success), *format*
+(a well-formed answer: the env's ``format_ok``, else an answer graded without
+a format error, :func:`role_format_ok`) and *correctness* (the answer's value
+is right however it is written: the env's ``answer_correct``, else
+``own_correct``, :func:`role_correct`). The team's format and correctness are
+those of the graded role.
 
 Example:
     >>> from flexmg.metrics import summarize_episodes
@@ -20,22 +29,97 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import random
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict
 
-__all__ = ["EpisodeSummary", "summarize_episodes"]
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "EpisodeSummary",
+    "RoleRates",
+    "bootstrap_ci",
+    "prompt_intervals",
+    "role_correct",
+    "role_format_ok",
+    "summarize_episodes",
+]
+
+BOOTSTRAP_RESAMPLES = 2000
+_TEAM_KEYS = ("success", "format", "correct")
+
+
+class RoleRates(TypedDict):
+    """One role's rates over the episodes it played (``success`` is the team's)."""
+
+    success: float
+    format: float
+    correct: float
+    truncated: float
 
 
 class EpisodeSummary(TypedDict):
-    """Means over a batch of episodes (0.0 for an empty batch)."""
+    """Means over a batch of episodes (0.0 for an empty batch).
+
+    ``format_rate``/``correct_rate`` are the graded role's; ``per_role`` has
+    :class:`RoleRates` per role; ``format_error`` a rate for every role that
+    reported ``format_error`` (over those episodes); ``role_means`` the mean of
+    every numeric per-role metric over all episodes (missing counts as 0);
+    ``prompts`` counts distinct ``task_id``.
+    """
 
     episodes: int
+    prompts: int
     success_rate: float
     score: float
     team_reward: float
     rounds: float
+    format_rate: float
+    correct_rate: float
     format_error: dict[str, float]
+    per_role: dict[str, RoleRates]
+    role_means: dict[str, dict[str, float]]
     graded_role: str | None
+
+
+def role_format_ok(role_metrics: Mapping[str, Any]) -> bool:
+    """A well-formed answer: ``format_ok`` when the env reports it, else graded without error.
+
+    >>> role_format_ok({"format_ok": True}), role_format_ok({"own_correct": None})
+    (True, False)
+    """
+    if "format_ok" in role_metrics:
+        return bool(role_metrics["format_ok"])
+    return role_metrics.get("own_correct") is not None and not role_metrics.get("format_error")
+
+
+def role_correct(role_metrics: Mapping[str, Any]) -> bool:
+    """The answer's value is right: ``answer_correct`` when reported, else ``own_correct``.
+
+    >>> role_correct({"answer_correct": False, "own_correct": True})
+    False
+    """
+    value = role_metrics.get("answer_correct", role_metrics.get("own_correct"))
+    return bool(value)
+
+
+def bootstrap_ci(
+    values_by_prompt: Mapping[str, Sequence[float]], resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float] | None:  # fmt: skip
+    """95% bootstrap interval of the mean over prompts (prompts resampled, each its mean).
+
+    ``None`` with fewer than two prompts.
+
+    >>> bootstrap_ci({"a": [1.0], "b": [0.0], "c": [1.0, 0.0]}) is not None
+    True
+    """
+    means = [sum(v) / len(v) for v in values_by_prompt.values() if len(v)]
+    if len(means) < 2:
+        return None
+    rng = random.Random(seed)
+    n = len(means)
+    stats = sorted(sum(rng.choice(means) for _ in range(n)) / n for _ in range(resamples))
+    return stats[int(0.025 * resamples)], stats[min(resamples - 1, int(0.975 * resamples))]
 
 
 def _number(value: Any) -> float:
@@ -46,17 +130,11 @@ def _number(value: Any) -> float:
         return 0.0
 
 
-def summarize_episodes(metrics: Iterable[Mapping[str, Any]]) -> EpisodeSummary:
-    """Success rate, mean score, team reward and rounds, and per-role format-error rates.
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
 
-    Args:
-        metrics: one metrics dict per episode (missing keys count as 0 / False).
 
-    Returns:
-        An :class:`EpisodeSummary`; ``format_error`` has a rate for every role
-        that reported ``format_error`` in some episode (over those episodes),
-        ``graded_role`` is the first one an episode named.
-    """
+def _episodes(metrics: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     rows = list(metrics)
     for i, m in enumerate(rows):
         if not isinstance(m, Mapping):
@@ -64,19 +142,114 @@ def summarize_episodes(metrics: Iterable[Mapping[str, Any]]) -> EpisodeSummary:
                 f"summarize_episodes expects one metrics dict per episode; item {i} is "
                 f"{type(m).__name__} (pass [ep.metrics for ep in episodes])"
             )
+    return rows
+
+
+def _roles(m: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The episode's per-role metrics (anything that is not a mapping is left out)."""
+    per_role = m.get("per_role") or {}
+    if not isinstance(per_role, Mapping):
+        return {}
+    return {r: rm for r, rm in per_role.items() if isinstance(rm, Mapping)}
+
+
+def _team_row(m: Mapping[str, Any]) -> dict[str, float]:
+    """The episode's team success, format and correctness (those of the graded role)."""
+    per_role = m.get("per_role") or {}
+    graded = per_role.get(m.get("graded_role"), {}) if isinstance(per_role, Mapping) else {}
+    graded = graded if isinstance(graded, Mapping) else {}
+    return {
+        "success": float(bool(m.get("success", False))),
+        "format": float(role_format_ok(graded)),
+        "correct": float(role_correct(graded)),
+    }
+
+
+def _by_prompt(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, list[float]]]:
+    """Team success/format/correct values grouped by prompt (``task_id``), per key."""
+    out: dict[str, dict[str, list[float]]] = {key: {} for key in _TEAM_KEYS}
+    for k, m in enumerate(rows):
+        prompt = str(m.get("task_id", f"episode-{k}"))
+        for key, value in _team_row(m).items():
+            out[key].setdefault(prompt, []).append(value)
+    return out
+
+
+def summarize_episodes(metrics: Iterable[Mapping[str, Any]]) -> EpisodeSummary:
+    """Team rates and means, and per-role rates, over one metrics dict per episode.
+
+    Args:
+        metrics: one metrics dict per episode (missing keys count as 0 / False).
+
+    Returns:
+        An :class:`EpisodeSummary`.
+
+    >>> s = summarize_episodes([
+    ...     {"task_id": "t1", "success": True, "graded_role": "s",
+    ...      "per_role": {"s": {"own_correct": True, "format_error": False}}},
+    ...     {"task_id": "t2", "success": False, "graded_role": "s",
+    ...      "per_role": {"s": {"own_correct": None, "format_error": False}}}])
+    >>> s["prompts"], s["format_rate"], s["per_role"]["s"]["correct"], s["role_means"]["s"]
+    (2, 0.5, 0.5, {'own_correct': 0.5, 'format_error': 0.0})
+    """
+    rows = _episodes(metrics)
     n = max(1, len(rows))
+    team = [_team_row(m) for m in rows]
     fmt: dict[str, list[float]] = {}
-    for m in rows:
-        per_role = m.get("per_role") or {}
-        for role, rm in per_role.items() if isinstance(per_role, Mapping) else ():
-            if isinstance(rm, Mapping) and "format_error" in rm:
+    rates: dict[str, dict[str, list[float]]] = {}
+    sums: dict[str, dict[str, float]] = {}
+    for m, row in zip(rows, team):
+        for role, rm in _roles(m).items():
+            acc = rates.setdefault(
+                role, {"success": [], "format": [], "correct": [], "truncated": []}
+            )
+            acc["success"].append(row["success"])
+            acc["format"].append(float(role_format_ok(rm)))
+            acc["correct"].append(float(role_correct(rm)))
+            acc["truncated"].append(float(bool(rm.get("truncated", False))))
+            if "format_error" in rm:
                 fmt.setdefault(role, []).append(float(bool(rm["format_error"])))
+            total = sums.setdefault(role, {})
+            for key, value in rm.items():
+                if isinstance(value, (bool, int, float)):
+                    total[key] = total.get(key, 0.0) + float(value)
     return {
         "episodes": len(rows),
+        "prompts": len({str(m.get("task_id", f"episode-{k}")) for k, m in enumerate(rows)}),
         "success_rate": sum(bool(m.get("success", False)) for m in rows) / n,
         "score": sum(_number(m.get("score")) for m in rows) / n,
         "team_reward": sum(_number(m.get("team_reward")) for m in rows) / n,
         "rounds": sum(_number(m.get("rounds")) for m in rows) / n,
-        "format_error": {r: sum(v) / len(v) for r, v in fmt.items()},
+        "format_rate": sum(r["format"] for r in team) / n,
+        "correct_rate": sum(r["correct"] for r in team) / n,
+        "format_error": {r: _mean(v) for r, v in fmt.items()},
+        "per_role": {
+            role: RoleRates(
+                success=_mean(acc["success"]),
+                format=_mean(acc["format"]),
+                correct=_mean(acc["correct"]),
+                truncated=_mean(acc["truncated"]),
+            )
+            for role, acc in rates.items()
+        },
+        "role_means": {r: {k: v / n for k, v in t.items()} for r, t in sums.items()},
         "graded_role": next((m["graded_role"] for m in rows if m.get("graded_role")), None),
     }
+
+
+def prompt_intervals(metrics: Iterable[Mapping[str, Any]]) -> dict[str, list[float] | None]:
+    """95% bootstrap intervals of the team's success, format and correct rates over prompts.
+
+    Greedy outcomes are fixed per prompt, so the prompts (``task_id``), not the
+    episodes, are resampled. Keys ``success_rate``, ``format_rate``,
+    ``correct_rate``; ``None`` with fewer than two prompts.
+
+    >>> prompt_intervals([{"task_id": "t", "success": True}])["success_rate"] is None
+    True
+    """
+    grouped = _by_prompt(_episodes(metrics))
+    out: dict[str, list[float] | None] = {}
+    for key in _TEAM_KEYS:
+        ci = bootstrap_ci(grouped[key])
+        out[f"{key}_rate"] = list(ci) if ci else None
+    return out

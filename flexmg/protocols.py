@@ -93,7 +93,7 @@ class CreditFn(Protocol):
     """Credit assignment: an episode's samples (in turn order) to chains for GAE.
 
     Every sample index appears in exactly one chain; GAE runs along each chain.
-    Samples are the learner's (``flexmg.agents.buffer.Sample``): a credit
+    Samples are the learner's (``flexmg.agents.samples.Sample``): a credit
     function reads fields such as ``role``, ``reward``, ``team_reward`` and
     ``last_in_round``.
 

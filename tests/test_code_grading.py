@@ -260,3 +260,23 @@ def test_grade_code_never_raises_on_any_text(text: str, k: int) -> None:
     for message in (text, fenced(text)):
         g = grade_code(message, task, CountingSandbox(k))
         assert 0.0 <= g.reward <= 1.0 and g.status in GRADE_STATUSES
+
+
+def test_foreign_reports_are_converted_once_at_the_boundary() -> None:
+    from flexmg.envs.code.report import as_test_report, interpret_report
+    from flexmg.sandboxes import TestReport, TestResult
+
+    ours = TestReport(status="ok", passed=1, total=1, results=[TestResult("t", True, "pass")])
+    assert as_test_report(ours) is ours
+    results = [{"outcome": "passed"}, {"ok": False, "stderr": "boom"}]
+    rep = as_test_report({"passed": 0, "status": "done", "results": results})
+    assert (rep.passed, rep.total) == (0, 2)  # its own `passed` count is kept
+    assert [r.passed for r in rep.results] == [True, False] and rep.results[1].message == "boom"
+    assert interpret_report(as_test_report({"results": results})).passed == 1
+    down = as_test_report(SimpleNamespace(sandbox_error="no bwrap", total=3, results=[]))
+    assert (down.status, down.error, interpret_report(down).sandbox_error) == (
+        "sandbox_error", "no bwrap", "no bwrap",
+    )  # fmt: skip
+    empty = as_test_report({"status": "sandbox_error", "message": "gone"})
+    assert interpret_report(empty).sandbox_error == "gone"
+    assert interpret_report(TestReport("sandbox_error", 0, 1)).sandbox_error == "sandbox error"

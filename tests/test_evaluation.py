@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flexmg.agents.evaluation import bootstrap_ci, role_correct, role_format_ok, summarize_metrics
+from flexmg.agents.evaluation import evaluation_record
+from flexmg.metrics import bootstrap_ci, role_correct, role_format_ok
 
 
 def _episode(task: str, success: bool, solver: dict, verifier: dict) -> dict:
@@ -41,7 +42,7 @@ def test_team_is_the_graded_role_and_prompts_are_distinct() -> None:
         _episode("t2", False, right, unboxed),
         _episode("t3", False, right, wrong),
     ]
-    out = summarize_metrics(metrics)
+    out = evaluation_record(metrics)
     assert out["episodes"] == 4 and out["prompts"] == 3
     assert out["success_rate"] == 0.5
     assert out["format_rate"] == 0.75 and out["correct_rate"] == 0.75
@@ -62,7 +63,7 @@ def test_bootstrap_is_over_prompts_and_needs_two() -> None:
 
 
 def test_empty_and_hostile_metrics_do_not_crash() -> None:
-    out = summarize_metrics([{}, {"per_role": "nonsense", "task_id": None}])
+    out = evaluation_record([{}, {"per_role": "nonsense", "task_id": None}])
     assert out["episodes"] == 2 and out["success_rate"] == 0.0
-    assert summarize_metrics([])["success_rate_ci"] is None
-    assert pytest.approx(0.0) == summarize_metrics([{"per_role": {"a": None}}])["format_rate"]
+    assert evaluation_record([])["success_rate_ci"] is None
+    assert pytest.approx(0.0) == evaluation_record([{"per_role": {"a": None}}])["format_rate"]

@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from family_models import QWEN_INSTRUCT_SAMPLING, build_family_model
-from flexmg.agents.buffer import RolloutBatch, Sample
 from flexmg.agents.credit import marft_credit
 from flexmg.agents.policy import PolicyConfig, TeamPolicy
 from flexmg.agents.ppo import PPOConfig, PPOLearner, _Stats
+from flexmg.agents.samples import RolloutBatch, Sample
 from flexmg.agents.sampling import processed_logits
 
 ROLES = ["solver", "verifier"]

@@ -38,3 +38,30 @@ def test_empty_and_odd_values() -> None:
 def test_a_non_dict_episode_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match=r"item 1 is EpisodeResult|item 1 is str"):
         summarize_episodes([{}, "episode"])
+
+
+def test_format_correctness_per_role_and_role_means() -> None:
+    right = {"format_ok": True, "answer_correct": True, "chars": 10, "note": "text"}
+    unboxed = {"format_ok": False, "answer_correct": True, "truncated": True}
+    s = summarize_episodes([
+        {"task_id": "t1", "success": True, "graded_role": "v", "per_role": {"s": right, "v": right}},
+        {"task_id": "t1", "success": False, "graded_role": "v", "per_role": {"v": unboxed}},
+    ])  # fmt: skip
+    assert s["prompts"] == 1 and s["format_rate"] == 0.5 and s["correct_rate"] == 1.0
+    assert s["per_role"]["v"] == {"success": 0.5, "format": 0.5, "correct": 1.0, "truncated": 0.5}
+    assert s["per_role"]["s"] == {"success": 1.0, "format": 1.0, "correct": 1.0, "truncated": 0.0}
+    # role_means: every numeric per-role metric over all episodes (a missing one counts 0)
+    assert s["role_means"]["s"] == {"format_ok": 0.5, "answer_correct": 0.5, "chars": 5.0}
+    assert s["role_means"]["v"]["truncated"] == 0.5
+
+
+def test_prompt_intervals_resample_prompts() -> None:
+    from flexmg.metrics import prompt_intervals
+
+    many = [{"task_id": f"p{i}", "success": i % 2 == 0} for i in range(40)]
+    ci = prompt_intervals(many)
+    assert ci["success_rate"] is not None and ci["success_rate"][0] < 0.5 < ci["success_rate"][1]
+    assert ci["format_rate"] == [0.0, 0.0]
+    assert prompt_intervals(many[:1]) == dict.fromkeys(
+        ("success_rate", "format_rate", "correct_rate")
+    )

@@ -8,7 +8,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from flexmg.agents.buffer import RolloutBatch, Sample
 from flexmg.agents.marft import marft_credit
 from flexmg.agents.ppo import (
     PPOConfig,
@@ -20,6 +19,7 @@ from flexmg.agents.ppo import (
     kl_to_reference,
     masked_mean,
 )
+from flexmg.agents.samples import RolloutBatch, Sample
 from flexmg.baselines.ippo import ippo_credit
 
 

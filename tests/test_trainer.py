@@ -133,3 +133,29 @@ def test_config_errors():
         TrainConfig.from_dict({"nope": 1})
     with pytest.raises(ValueError, match="episodes_per_update"):
         TrainConfig(episodes_per_update=0)
+
+
+def test_a_run_folder_of_the_old_code_resumes_to_the_same_records(small_model, tmp_path):
+    """tests/data/run_v1: stopped after 1 of 2 updates by the code before the config unification."""
+    import shutil
+    from pathlib import Path
+
+    old = Path(__file__).parent / "data" / "run_v1"
+    run = tmp_path / "run_v1"
+    shutil.copytree(old, run)
+    config = run / "config.json"
+    config.write_text(config.read_text().replace("/tmp/tidy3/old/model", small_model))
+    before = json.loads(config.read_text())
+    Trainer.resume(run).run()
+    after = json.loads(config.read_text())
+    assert after == {**before, "train": {**before["train"], "run_dir": str(run)}}
+    expected = [json.loads(line) for line in (old / "uninterrupted_metrics.jsonl").open()]
+    got = read_metrics(run)
+    assert [(r["kind"], r["update"]) for r in got] == [(r["kind"], r["update"]) for r in expected]
+    for mine, theirs in zip(_strip(got), _strip(expected), strict=True):
+        assert mine.keys() == theirs.keys()
+        for key, value in theirs.items():  # floats up to the CPU's rounding, the rest exactly
+            if isinstance(value, float):
+                assert mine[key] == pytest.approx(value, rel=1e-4, abs=1e-6), (key, mine, theirs)
+            else:
+                assert mine[key] == value, (key, mine, theirs)

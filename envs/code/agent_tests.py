@@ -26,7 +26,7 @@ from flexmg.tasks import Task
 
 from .extract import extract_code, python_blocks
 from .program import Program, assemble_program, sanitize_source
-from .report import field_of, interpret_report, result_message, result_passed
+from .report import as_test_report, interpret_report
 
 __all__ = ["run_agent_tests", "extract_agent_tests"]
 
@@ -184,13 +184,14 @@ def run_agent_tests(
     if not tests:
         return "No runnable tests (assert statements or test_* functions) found in the tester's message."
     try:
-        report = sandbox.run_tests(program, tests, entry_point=entry_point)
+        sandbox_report = sandbox.run_tests(program, tests, entry_point=entry_point)
     except Exception as e:
         return _cut(
             f"The tester's {len(tests)} test(s) could not be run: sandbox error: "
             f"{type(e).__name__}: {e}",
             max_chars,
         )
+    report = as_test_report(sandbox_report)
     view = interpret_report(report)
     passed, total, status, sandbox_error = view.passed, view.total, view.status, view.sandbox_error
     if sandbox_error:
@@ -198,7 +199,7 @@ def run_agent_tests(
             f"The tester's {len(tests)} test(s) could not be run: sandbox error: {sandbox_error}",
             max_chars,
         )
-    results = list(field_of(report, "results", default=None) or [])
+    results = report.results
     lines = [f"Tester's tests: {passed}/{total or len(tests)} passed ({status})."]
     if not results:
         lines += [layout.relabel(line) for line in view.details[:3]]
@@ -206,8 +207,8 @@ def run_agent_tests(
         if i >= len(results):
             break
         r = results[i]
-        ok = result_passed(r)
-        msg = result_message(r).strip()
+        ok = r.passed
+        msg = r.message.strip()
         msg = layout.relabel(msg.splitlines()[-1]) if msg else ""
         mark = "PASS" if ok else "FAIL"
         line = f"{mark}: {_display(test)}"

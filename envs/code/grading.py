@@ -26,13 +26,16 @@ import functools
 import inspect
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flexmg.tasks import Task
 
 from .extract import extract_code
 from .program import Program, assemble_program, prompt_is_python
-from .report import MAX_DETAILS, clip, field_of, interpret_report, result_passed
+from .report import MAX_DETAILS, as_test_report, clip, interpret_report
+
+if TYPE_CHECKING:
+    from flexmg.sandboxes.results import TestReport
 
 __all__ = ["CodeGrade", "grade_code", "grade_many", "GRADE_STATUSES"]
 
@@ -128,11 +131,11 @@ def _expected_total(tests: Any, entry_point: str | None) -> int:
     return _count_check_tests(tests, entry_point)
 
 
-def _failed_tests(report: Any, tests: Any) -> list[str]:
-    results = list(field_of(report, "results", default=None) or [])
+def _failed_tests(report: TestReport, tests: Any) -> list[str]:
+    results = report.results
     if not isinstance(tests, list) or len(results) != len(tests):
         return []
-    return [t for t, r in zip(tests, results) if not result_passed(r)][:MAX_DETAILS]
+    return [t for t, r in zip(tests, results) if not r.passed][:MAX_DETAILS]
 
 
 def _sandbox_failure(expected: int, exc: BaseException) -> CodeGrade:
@@ -179,7 +182,8 @@ def _prepare(completion: str, task: Task) -> _Job | CodeGrade:
     return _Job(assemble_program(code, task), tests_arg, entry_point, expected, task_code)
 
 
-def _finish(job: _Job, report: Any) -> CodeGrade:
+def _finish(job: _Job, sandbox_report: Any) -> CodeGrade:
+    report = as_test_report(sandbox_report)
     view = interpret_report(report)
     failed_tests = _failed_tests(report, job.tests) or view.failed_names
     total = view.total if view.total > 0 else job.expected

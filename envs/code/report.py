@@ -1,9 +1,16 @@
-"""Read a sandbox ``TestReport`` defensively (objects or dicts, any field spelling).
+"""What grading needs from a sandbox's test report.
+
+A flexmg sandbox returns a :class:`~flexmg.sandboxes.TestReport`, and
+:func:`interpret_report` reads its fields directly. A user's own sandbox object
+(anything with ``run_tests``) may return another object or a dict of that shape,
+with other field spellings (``ok``/``success`` for ``passed``, ``outcome`` for
+``status``, ...): :func:`as_test_report` converts it once, where the report
+comes back from the sandbox.
 
 Example:
     >>> from types import SimpleNamespace as NS
     >>> rep = NS(passed=1, total=2, results=[NS(status="pass"), NS(status="fail", message="x")])
-    >>> view = interpret_report(rep)
+    >>> view = interpret_report(as_test_report(rep))
     >>> view.passed, view.total, view.status, view.safe_details
     (1, 2, 'failed', ['test 2: wrong result'])
 """
@@ -11,16 +18,17 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flexmg.sandboxes.results import TestReport, TestResult
 
 __all__ = [
     "MAX_DETAILS",
     "ReportView",
+    "as_test_report",
     "clip",
-    "field_of",
     "interpret_report",
-    "result_message",
-    "result_passed",
 ]
 
 MAX_DETAILS = 12
@@ -33,8 +41,8 @@ def clip(text: Any, limit: int = _MAX_DETAIL_CHARS) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
-def field_of(obj: Any, *names: str, default: Any = None) -> Any:
-    """Read the first present attribute (or mapping key) among ``names``."""
+def _field(obj: Any, *names: str, default: Any = None) -> Any:
+    """The first present attribute (or mapping key) among ``names`` of a foreign report."""
     for name in names:
         if isinstance(obj, dict) and name in obj:
             return obj[name]
@@ -43,23 +51,52 @@ def field_of(obj: Any, *names: str, default: Any = None) -> Any:
     return default
 
 
-def result_passed(result: Any) -> bool:
-    value = field_of(result, "passed", "ok", "success")
-    if value is None:
-        value = field_of(result, "status", "outcome") in ("ok", "passed", "pass")
-    return bool(value)
+def _as_test_result(result: Any) -> TestResult:
+    from flexmg.sandboxes.results import TestResult
+
+    if isinstance(result, TestResult):
+        return result
+    passed = _field(result, "passed", "ok", "success")
+    status = str(_field(result, "status", "outcome", default="") or "")
+    if passed is None:
+        passed = status in ("ok", "passed", "pass")
+    return TestResult(
+        name=str(_field(result, "name", "test", "source", default="") or ""),
+        passed=bool(passed),
+        status=status,
+        message=str(_field(result, "message", "error", "stderr", "detail", default="") or ""),
+    )
 
 
-def _result_status(result: Any) -> str:
-    return str(field_of(result, "status", "outcome", default="") or "")
+def as_test_report(report: Any) -> TestReport:
+    """``report`` as a ``TestReport``: a flexmg sandbox's as it is, any other shape converted.
 
+    A foreign report's sandbox failure (a ``sandbox_error`` attribute, or status
+    ``"sandbox_error"``) becomes status ``"sandbox_error"`` with its message in ``error``.
 
-def result_message(result: Any) -> str:
-    return str(field_of(result, "message", "error", "stderr", "detail", default="") or "")
+    >>> as_test_report({"total": 1, "results": [{"outcome": "passed"}]}).results[0].passed
+    True
+    """
+    from flexmg.sandboxes.results import TestReport
 
-
-def _result_name(result: Any) -> str:
-    return clip(field_of(result, "name", "test", "source", default="") or "", 160)
+    if isinstance(report, TestReport):
+        return report
+    results = [_as_test_result(r) for r in (_field(report, "results", default=None) or [])]
+    status = str(_field(report, "status", default="") or "")
+    error = str(_field(report, "error", default="") or "")
+    declared = getattr(report, "sandbox_error", None) if not isinstance(report, dict) else None
+    if declared:
+        status, error = "sandbox_error", str(declared)
+    elif status == "sandbox_error":
+        error = str(_field(report, "error", "message", default="") or "sandbox error")
+    passed = _field(report, "passed", default=sum(r.passed for r in results))
+    return TestReport(
+        status=status,  # type: ignore[arg-type]  # a foreign sandbox's own status words
+        passed=int(passed or 0),
+        total=int(_field(report, "total", default=len(results)) or 0),
+        results=results,
+        error=error,
+    )
 
 
 @dataclass(frozen=True)
@@ -81,16 +118,6 @@ class ReportView:
     failed_names: list[str] = field(default_factory=list)
 
 
-def _sandbox_error(report: Any, rep_status: str) -> str | None:
-    if hasattr(report, "sandbox_error") and not isinstance(report, dict):
-        value = report.sandbox_error
-        if value:
-            return str(value)
-    if rep_status == "sandbox_error":
-        return str(field_of(report, "error", "message", default="") or "sandbox error")
-    return None
-
-
 def _safe_line(index: int, status: str, message: str) -> str:
     if status in ("fail", "failed", ""):
         return f"test {index + 1}: wrong result"
@@ -101,20 +128,19 @@ def _safe_line(index: int, status: str, message: str) -> str:
     return f"test {index + 1}: {status}"
 
 
-def interpret_report(report: Any) -> ReportView:
-    """Summarise a sandbox ``TestReport`` (or a dict / object of the same shape).
+def interpret_report(report: TestReport) -> ReportView:
+    """Summarise a sandbox's ``TestReport`` (:func:`as_test_report` converts other shapes).
 
     Grade statuses: ``passed`` (every test passed), ``timeout`` / ``oom`` /
     ``output_limit`` (a limit was hit, by the run or by any test), ``error``
     (the solution did not load, or no test could run), ``failed`` (otherwise),
     ``sandbox_error`` (the sandbox could not run the code).
     """
-    results = list(field_of(report, "results", default=None) or [])
-    passed = int(field_of(report, "passed", default=sum(map(result_passed, results))) or 0)
-    total = int(field_of(report, "total", default=len(results)) or 0)
-    rep_status = str(field_of(report, "status", default="") or "")
-    run_error = str(field_of(report, "error", default="") or "")
-    sandbox_error = _sandbox_error(report, rep_status)
+    results = report.results
+    passed, total, rep_status, run_error = report.passed, report.total, report.status, report.error
+    sandbox_error = report.sandbox_error or (
+        "sandbox error" if rep_status == "sandbox_error" else None
+    )
     if sandbox_error:
         msg = clip(sandbox_error)
         line = f"sandbox error: {msg}"
@@ -122,16 +148,16 @@ def interpret_report(report: Any) -> ReportView:
     details: list[str] = []
     safe: list[str] = []
     names: list[str] = []
-    statuses = {_result_status(r) for r in results}
+    statuses = {r.status for r in results}
     for i, r in enumerate(results):
-        if result_passed(r):
+        if r.passed:
             continue
         if len(details) >= MAX_DETAILS:
             more = f"... and more failures ({total - passed} failed in all)"
             details.append(more)
             safe.append(more)
             break
-        status, msg, name = _result_status(r), result_message(r), _result_name(r)
+        status, msg, name = r.status, r.message, clip(r.name, 160)
         if run_error and status in ("not_run", "crash", "timeout") and msg in run_error:
             continue  # the run-level error below says it once for all
         label = f"test {i + 1}" + (f" `{name}`" if name else "")

@@ -26,6 +26,7 @@ from typing import Any
 from pettingzoo.utils.wrappers import BaseWrapper
 
 from flexmg.env import FlexMGEnv
+from flexmg.io import json_default
 
 
 def append_jsonl(path: str | os.PathLike, record: dict[str, Any]) -> None:
@@ -34,7 +35,9 @@ def append_jsonl(path: str | os.PathLike, record: dict[str, Any]) -> None:
     Readers never see a half-written line from a live writer, and concurrent
     writers (several processes) never interleave.
     """
-    line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "replace")
+    line = (json.dumps(record, ensure_ascii=False, default=json_default) + "\n").encode(
+        "utf-8", "replace"
+    )
     fd = os.open(os.fspath(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

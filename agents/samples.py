@@ -1,9 +1,11 @@
-"""Rollouts on a vector env and their conversion into PPO training samples.
+"""A team policy's rollout on a vector env, turned into PPO training samples.
 
-:func:`collect_rollout` drives a ``flexmg`` vector env with a policy that has
+:func:`collect_rollout` plays one batch of episodes with the episode driver
+(:func:`flexmg.agents.episodes.play_batch`) and a policy that has
 ``act(role, observations, greedy) -> ActionBatch`` (see ``agents/policy.py``),
 remembers what was generated for every turn, and pairs it with the env's
-transcript once all episodes end. Each turn becomes one :class:`Sample`.
+transcript once all episodes end (:func:`build_batch`). Each turn becomes one
+:class:`Sample`; a :class:`RolloutBatch` holds them with the episodes' metrics.
 
 Example (with any policy object honouring the ``act`` contract)::
 
@@ -18,7 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from flexmg.agents.episodes import play_batch
+from flexmg.metrics import summarize_episodes
 from flexmg.protocols import VectorEnv
+from flexmg.vector import EpisodeResult
 
 
 class _ActionBatchLike(Protocol):
@@ -83,16 +88,12 @@ class RolloutBatch:
     @property
     def success_rate(self) -> float:
         """Share of episodes whose metrics say ``success``."""
-        if not self.metrics:
-            return 0.0
-        return sum(bool(m.get("success", False)) for m in self.metrics) / len(self.metrics)
+        return summarize_episodes(self.metrics)["success_rate"]
 
     @property
     def mean_team_reward(self) -> float:
         """Mean episode team reward."""
-        if not self.metrics:
-            return 0.0
-        return sum(_as_float(m.get("team_reward", 0.0)) for m in self.metrics) / len(self.metrics)
+        return summarize_episodes(self.metrics)["team_reward"]
 
     def by_role(self) -> dict[str, list[Sample]]:
         """Samples grouped by role, in rollout order."""
@@ -100,19 +101,6 @@ class RolloutBatch:
         for s in self.samples:
             out.setdefault(s.role, []).append(s)
         return out
-
-
-def _as_float(x: Any) -> float:
-    try:
-        return float(x) if x is not None else 0.0
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def _get(record: Any, name: str, default: Any = None) -> Any:
-    if isinstance(record, dict):
-        return record.get(name, default)
-    return getattr(record, name, default)
 
 
 def collect_rollout(
@@ -131,46 +119,27 @@ def collect_rollout(
     Returns:
         A :class:`RolloutBatch` with one sample per turn.
     """
-    vec.reset(seed=seed)
-    turns: dict[int, list[tuple[str, Any, int]]] = {}
-    steps = 0
-    while not vec.all_done():
-        steps += 1
-        if steps > max_steps:
-            raise RuntimeError(
-                f"vector env did not finish after {max_steps} role steps; "
-                "check the env's horizon/termination"
-            )
-        role = vec.next_role()
-        obs = vec.observe(role)
-        waiting = [(i, o) for i, o in enumerate(obs) if o is not None]
-        idx = [i for i, _ in waiting]
-        if not idx:
-            raise RuntimeError(
-                f"vector env chose role {role!r} but no env is waiting on it (observe gave all None)"
-            )
-        batch = policy.act(role, [o for _, o in waiting], greedy=greedy)
-        if len(batch.texts) != len(idx):
-            raise RuntimeError(
-                f"policy.act returned {len(batch.texts)} actions for {len(idx)} observations"
-            )
-        actions: list[str | None] = [None] * len(obs)
-        for j, i in enumerate(idx):
-            actions[i] = batch.texts[j]
+    turns: dict[int, list[tuple[str, _ActionBatchLike, int]]] = {}
+
+    def act(role: str, envs: list[int], observations: list[dict]) -> list[str]:
+        batch = policy.act(role, observations, greedy=greedy)
+        for j, i in enumerate(envs):
             turns.setdefault(i, []).append((role, batch, j))
-        vec.step(role, actions)
-    results = vec.episodes()
+        return list(batch.texts)
+
+    results = play_batch(vec, act, seed, max_steps=max_steps)
     return build_batch(results, [turns.get(i, []) for i in range(len(results))])
 
 
 def build_batch(
-    results: Sequence[Any], turns: Sequence[Sequence[tuple[str, _ActionBatchLike, int]]]
+    results: Sequence[EpisodeResult],
+    turns: Sequence[Sequence[tuple[str, _ActionBatchLike, int]]],
 ) -> RolloutBatch:
     """Pair env transcripts with the generated turns ``(role, action batch, row)``, per env."""
     episodes: list[list[Sample]] = []
     metrics: list[dict[str, Any]] = []
     for e, (result, env_turns) in enumerate(zip(results, turns, strict=True)):
-        transcript = list(_get(result, "transcript", []) or [])
+        transcript = result.transcript
         if len(transcript) != len(env_turns):
             raise RuntimeError(
                 f"env {e}: transcript has {len(transcript)} turns but the policy acted "
@@ -178,15 +147,12 @@ def build_batch(
             )
         samples: list[Sample] = []
         for t, (rec, (role, ab, j)) in enumerate(zip(transcript, env_turns, strict=True)):
-            rec_role = _get(rec, "role")
-            if rec_role != role:
+            if rec.role != role:
                 raise RuntimeError(
-                    f"env {e}, turn {t}: transcript role {rec_role!r} != acting role {role!r}"
+                    f"env {e}, turn {t}: transcript role {rec.role!r} != acting role {role!r}"
                 )
-            rnd = int(_get(rec, "round", 0) or 0)
-            nxt_round = (
-                int(_get(transcript[t + 1], "round", 0) or 0) if t + 1 < len(transcript) else None
-            )
+            rnd = int(rec.round)
+            nxt_round = int(transcript[t + 1].round) if t + 1 < len(transcript) else None
             samples.append(
                 Sample(
                     episode=e,
@@ -196,8 +162,8 @@ def build_batch(
                     prompt_ids=list(ab.prompt_ids[j]),
                     action_ids=list(ab.action_ids[j]),
                     truncated=bool(ab.truncated[j]),
-                    reward=_as_float(_get(rec, "reward")),
-                    team_reward=_as_float(_get(rec, "team_reward")),
+                    reward=float(rec.reward),
+                    team_reward=float(rec.team_reward),
                     last_in_round=nxt_round is None or nxt_round != rnd,
                     sampler_logprobs=list(ab.sampler_logprobs[j]),
                     old_token_logprobs=list(ab.token_logprobs[j]),
@@ -209,7 +175,7 @@ def build_batch(
                 )
             )
         episodes.append(samples)
-        metrics.append(_with_truncation(dict(_get(result, "metrics", {}) or {}), samples))
+        metrics.append(_with_truncation(dict(result.metrics), samples))
     return RolloutBatch(episodes=episodes, metrics=metrics)
 
 

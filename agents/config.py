@@ -1,0 +1,412 @@
+"""The learner's settings: the run, the team policy, the PPO update, the sampling.
+
+:class:`TrainConfig` (a training run; ``flexmg train``'s "run" flags),
+:class:`PolicyConfig` (the team policy; "model" flags), :class:`PPOConfig`
+(the update; "PPO" flags) and :class:`SamplingConfig` (the sampling
+distribution) declare each field once, with its default, help, checks and
+flag (:mod:`flexmg.agents.config_fields`): their docstrings, validation,
+``to_dict``/``from_dict`` and the command line all come from there.
+:class:`RunConfig` is a run folder's ``config.json`` read back into these types.
+The module imports no torch, so ``flexmg train --help`` stays fast.
+
+Example:
+    >>> cfg = PPOConfig.from_dict({"epochs": 3})
+    >>> cfg.epochs, cfg.to_dict()["epochs"], PPOConfig.from_dict(cfg.to_dict()) == cfg
+    (3, 3, True)
+    >>> PPOConfig(level="word")
+    Traceback (most recent call last):
+    ...
+    ValueError: PPOConfig.level must be one of 'action', 'token'; got 'word'
+    >>> PolicyConfig(temperature=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: PolicyConfig.temperature must be > 0 (use greedy for argmax); got 0
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flexmg.agents.config_fields import Check, Settings, documented, setting
+
+__all__ = [
+    "DTYPE_NAMES",
+    "PPOConfig",
+    "PolicyConfig",
+    "RATIOS",
+    "RunConfig",
+    "RunConfigError",
+    "SamplingConfig",
+    "TrainConfig",
+]
+
+RATIOS = ("token", "action_mean", "action_sum")
+"""The importance ratios of APPO (:attr:`PPOConfig.ratio`)."""
+DTYPE_NAMES = ("bf16", "bfloat16", "float16", "float32", "fp16", "fp32")
+"""Weight dtypes a :class:`PolicyConfig` may name (besides ``"auto"``)."""
+
+
+def _positive(v: Any) -> bool:
+    return v > 0
+
+
+def _at_least(low: int) -> Check:
+    return (lambda v: v >= low, f">= {low}")
+
+
+@documented
+@dataclass(frozen=True)
+class SamplingConfig(Settings):
+    """The whole sampling distribution of rollouts (greedy evaluation takes the argmax).
+
+    >>> SamplingConfig().is_temperature_only
+    True
+    """
+
+    temperature: float = setting(
+        1.0, "logits are divided by it", check=(_positive, "> 0 (use greedy for argmax)")
+    )
+    top_k: int = setting(
+        0,
+        "keep the k most likely tokens (0: off, the default)",
+        check=(lambda v: v >= 0, ">= 0 (0 disables it)"),
+    )
+    top_p: float = setting(
+        1.0,
+        "keep the smallest set of tokens with this much probability (1.0: off)",
+        check=(lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
+    )
+
+    @property
+    def is_temperature_only(self) -> bool:
+        """True when no truncation (top-k / top-p) is in effect."""
+        return self.top_k == 0 and self.top_p >= 1.0
+
+
+def _algorithm_names() -> list[str]:
+    from flexmg.agents.marft import algorithm_names
+
+    return algorithm_names()
+
+
+@documented
+@dataclass
+class TrainConfig(Settings):
+    """A training run's settings (``flexmg train``'s "run" flags set them)."""
+
+    env: str = setting("math-2agent", "env id (default math-2agent)", flag="--env")
+    algo: str = setting(
+        "marft",
+        "learner: marft, ippo or a registered Algorithm (default marft)",
+        flag="--algo",
+        choices=_algorithm_names,
+    )
+    seed: int = setting(
+        0, "run seed: policy init, rollouts, sampling, shuffling (default 0)", flag="--seed"
+    )
+    updates: int = setting(30, "PPO updates (default 30)", flag="--updates", check=_at_least(0))
+    episodes_per_update: int = setting(
+        128,
+        "rollout episodes per update (the vector env's size)",
+        flag="--episodes-per-update",
+        check=_at_least(1),
+    )
+    eval_every: int = setting(
+        10,
+        "held-out eval every N updates (and at 0 and the end)",
+        flag="--eval-every",
+        check=_at_least(1),
+    )
+    eval_episodes: int = setting(
+        200,
+        "episodes per held-out eval (greedy decoding, split eval)",
+        flag="--eval-episodes",
+        check=_at_least(0),
+    )
+    eval_seed: int = setting(0, "seed of the held-out eval episodes (the same set every time)")
+    env_kwargs: dict[str, Any] = setting(
+        factory=dict, help="extra kwargs for flexmg.make, e.g. {'horizon': 2} (--horizon)"
+    )
+    run_dir: str | None = setting(
+        None, "run folder (default runs/<env>-<algo>-<timestamp>)", flag="--run-dir"
+    )
+    checkpoint_every: int = setting(
+        10,
+        "checkpoint every N updates (and at the end)",
+        flag="--checkpoint-every",
+        check=_at_least(1),
+    )
+    keep_checkpoints: int = setting(
+        3, "keep the newest K checkpoints (0 = all)", flag="--keep-checkpoints", check=_at_least(0)
+    )
+    vectorization: str = setting(
+        "sync", "vector env kind", flag="--vectorization", choices=("sync", "async", "ray")
+    )
+    progress: bool = setting(True, "show a progress bar", flag="--no-progress")
+    policy: dict[str, Any] = setting(
+        factory=dict, help="PolicyConfig fields (critic is set by the algorithm)"
+    )
+    ppo: dict[str, Any] = setting(factory=dict, help="PPOConfig fields")
+
+
+@documented
+@dataclass
+class PolicyConfig(Settings):
+    """Settings of a ``TeamPolicy`` (defaults: the tiny model on CPU; "model" flags).
+
+    >>> PolicyConfig(lora_r=4).sampling
+    SamplingConfig(temperature=1.0, top_k=0, top_p=1.0)
+    """
+
+    model: str = setting(
+        "tiny",
+        "'tiny' (default), a HF model id in the cache, or a path",
+        flag="--model",
+        check=(lambda v: isinstance(v, str) and bool(v), "a non-empty str"),
+    )
+    share_parameters: bool = setting(
+        False,
+        "one LoRA adapter for all roles (MARFT with parameter sharing)",
+        flag="--share-parameters",
+    )
+    critic: str = setting(
+        "centralized",
+        "'centralized' (one value head, MARFT) or 'per_role' (IPPO)",
+        choices=("centralized", "per_role"),
+    )
+    lora_r: int = setting(8, "LoRA rank", flag="--lora-r", check=(_positive, "> 0"))
+    lora_alpha: int = setting(16, "LoRA scaling numerator", check=(_positive, "> 0"))
+    lora_dropout: float = setting(
+        0.0,
+        "LoRA dropout; PPO always scores with dropout off (the ratio must compare one "
+        "function), so it only matters for other uses of the saved adapters",
+        check=(lambda v: 0.0 <= v < 1.0, "in [0, 1)"),
+    )
+    lora_target_modules: list[str] | None = setting(
+        None,
+        "module names to adapt, comma-separated, e.g. q_proj,v_proj (default: peft's "
+        "for the model family: q_proj,v_proj for Qwen2 and Llama, c_attn for GPT-2)",
+        flag="--lora-target-modules",
+        check=(
+            lambda v: v is None or len(v) > 0,
+            "None (the family's default) or a non-empty list",
+        ),
+    )
+    max_new_tokens: int = setting(
+        24, "tokens per action (stop token included)", flag="--max-new-tokens", check=_at_least(1)
+    )
+    temperature: float = setting(
+        1.0,
+        "sampling temperature for rollouts (the learner uses the same)",
+        flag="--temperature",
+        check=(_positive, "> 0 (use greedy for argmax)"),
+    )
+    top_k: int = setting(
+        0,
+        "top-k truncation of rollouts (default 0: off; see docs/marft.md)",
+        flag="--top-k",
+        check=(lambda v: v >= 0, ">= 0 (0 disables it)"),
+    )
+    top_p: float = setting(
+        1.0,
+        "nucleus truncation of rollouts (default 1: off)",
+        flag="--top-p",
+        check=(lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
+    )
+    max_prompt_tokens: int = setting(
+        1024,
+        "prompt budget (longer prompts lose their oldest context first)",
+        flag="--max-prompt-tokens",
+        check=_at_least(8),
+    )
+    logprob_reduction: str = setting(
+        "sum", "an action's log-prob is the sum or the mean of its tokens'", choices=("sum", "mean")
+    )
+    critic_hidden: tuple[int, ...] = setting((1024, 512), "hidden widths of the value-head MLP")
+    micro_batch: int = setting(
+        0,
+        "rows per forward pass (gradient accumulation; 0: all); results equal the unbatched "
+        "computation",
+        flag="--micro-batch",
+        check=(lambda v: v >= 0, ">= 0 (0: the whole batch)"),
+    )
+    device: str = setting("auto", "auto (default), cpu, cuda, cuda:1, ...", flag="--device")
+    dtype: str = setting(
+        "auto",
+        "auto (bf16 on a CUDA device that has it, else fp32) or a dtype name (--bf16)",
+        choices=("auto", *DTYPE_NAMES),
+    )
+    gradient_checkpointing: bool = setting(
+        False,
+        "save activation memory (recompute the base's activations in the backward pass)",
+        flag="--gradient-checkpointing",
+    )
+    seed: int = setting(0, "seed of the adapters' and value heads' initialization")
+    prompt_style: str = setting(
+        "auto",
+        "auto, compact (tiny model), chat or plain",
+        choices=("auto", "compact", "chat", "plain"),
+    )
+
+    def __post_init__(self) -> None:
+        if self.lora_target_modules is not None:
+            self.lora_target_modules = list(self.lora_target_modules)
+        self.critic_hidden = tuple(int(h) for h in self.critic_hidden)
+        super().__post_init__()
+
+    @property
+    def sampling(self) -> SamplingConfig:
+        """The rollout sampling distribution (also the learner's)."""
+        return SamplingConfig(self.temperature, self.top_k, self.top_p)
+
+
+@documented
+@dataclass
+class PPOConfig(Settings):
+    """PPO hyperparameters (defaults suit the tiny model; docs/marft.md has the 7B ones)."""
+
+    level: str = setting(
+        "action",
+        "APPO (action: one advantage per action) or TPPO (token) (default action)",
+        flag="--level",
+        choices=("action", "token"),
+    )
+    ratio: str = setting(
+        "token",
+        "importance ratio of APPO (default token: per-token clipping; action_mean: "
+        "exp of the mean token log-ratio; action_sum: of the sum, see docs/marft.md); TPPO "
+        "always uses token ratios",
+        flag="--ratio",
+        choices=RATIOS,
+    )
+    gamma: float = setting(0.99, "discount between consecutive steps of a chain", flag="--gamma")
+    lam: float = setting(0.95, "GAE lambda between steps")
+    token_gamma: float = setting(1.0, "TPPO discount between tokens of one action")
+    token_lam: float = setting(1.0, "TPPO GAE lambda between tokens of one action")
+    clip: float = setting(0.2, "PPO ratio clip")
+    value_clip: float = setting(0.2, "value-loss clip around the old value (0: off)")
+    entropy_coef: float = setting(
+        0.01, "entropy bonus (0: entropy is not even computed)", flag="--entropy-coef"
+    )
+    value_coef: float = setting(0.5, "weight of the value loss")
+    max_grad_norm: float = setting(0.5, "gradient-norm clip per adapter and per value head")
+    target_kl: float | None = setting(
+        0.1,
+        "skip policy steps above this approx KL (the role stops for the update; None: never)",
+        flag="--target-kl",
+    )
+    epochs: int = setting(2, "PPO epochs per update", flag="--epochs", check=_at_least(1))
+    minibatches: int = setting(
+        2, "minibatches per epoch (per role)", flag="--minibatches", check=_at_least(1)
+    )
+    critic_warmup: int = setting(
+        0, "updates that train only the critic", flag="--critic-warmup", check=_at_least(0)
+    )
+    agent_interval: int = setting(
+        0,
+        "agent-by-agent interval K (only role update // K mod N learns; 0 = all)",
+        flag="--agent-interval",
+        check=_at_least(0),
+    )
+    lr_actor: float = setting(1e-3, "adapter learning rate", flag="--lr", check=(_positive, "> 0"))
+    lr_critic: float = setting(
+        1e-3, "value-head learning rate", flag="--critic-lr", check=(_positive, "> 0")
+    )
+    kl_coef: float = setting(0.0, "KL penalty to the base model (0: off)", flag="--kl-coef")
+    lr_schedule: str = setting(
+        "linear", "constant, or linear (decay to 0 over the run)", choices=("constant", "linear")
+    )
+    normalize_advantages: bool = setting(True, "normalise advantages over the batch")
+    truncation_penalty: float = setting(
+        0.0,
+        "reward penalty for actions cut at the limit (max_new_tokens, no stop token)",
+        flag="--truncation-penalty",
+    )
+    recompute_old: bool = setting(
+        False,
+        "recompute old log-probs and values in a second pass instead of taking the "
+        "rollout's (for batches from elsewhere)",
+    )
+
+
+# ----------------------------------------------------------------------------- config.json
+
+
+class RunConfigError(ValueError):
+    """A run folder's ``config.json`` is missing or is not a flexmg training run's."""
+
+
+@dataclass
+class RunConfig:
+    """A run folder's ``config.json``: the run's settings and what they resolved to.
+
+    ``train`` is what the run was started with; ``policy_config`` and
+    ``ppo_config`` are the complete settings the trainer derived from it (model
+    defaults filled in, ``critic`` set by the algorithm).
+
+    >>> run = RunConfig(TrainConfig(env="echo"), {"name": "marft", "critic": "centralized"},
+    ...                 ["a", "b"], PolicyConfig(), PPOConfig())
+    >>> RunConfig.from_dict(json.loads(json.dumps(run.to_dict()))) == run
+    True
+    """
+
+    train: TrainConfig
+    algorithm: dict[str, str]
+    roles: list[str]
+    policy_config: PolicyConfig
+    ppo_config: PPOConfig
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``config.json`` mapping."""
+        return {
+            "train": self.train.to_dict(),
+            "algorithm": dict(self.algorithm),
+            "roles": list(self.roles),
+            "policy_config": self.policy_config.to_dict(),
+            "ppo_config": self.ppo_config.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
+        """Inverse of :meth:`to_dict` (``RunConfigError`` for a missing section)."""
+        missing = [k for k in ("train", "roles", "policy_config") if k not in data]
+        if missing:
+            sections = ", ".join(repr(k) for k in missing)
+            raise RunConfigError(f"no {sections} section; is it a flexmg training run's config?")
+        train = TrainConfig.from_dict(data["train"])
+        policy = PolicyConfig.from_dict(data["policy_config"])
+        algorithm = data.get("algorithm") or {"name": train.algo, "critic": policy.critic}
+        return cls(
+            train=train,
+            algorithm={str(k): str(v) for k, v in algorithm.items()},
+            roles=[str(r) for r in data["roles"]],
+            policy_config=policy,
+            ppo_config=PPOConfig.from_dict(data.get("ppo_config") or {}),
+        )
+
+    @classmethod
+    def read(cls, run_dir: str | os.PathLike[str]) -> RunConfig:
+        """``run_dir/config.json``; ``RunConfigError`` with the path when absent or unreadable.
+
+        >>> RunConfig.read("/nonexistent")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        RunConfigError: /nonexistent/config.json not found: ...
+        """
+        path = Path(run_dir) / "config.json"
+        if not path.is_file():
+            raise RunConfigError(
+                f"{path} not found: a run folder is what `flexmg train` writes (config.json + "
+                "checkpoints/); check the path"
+            )
+        try:
+            return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError, TypeError, ValueError) as exc:
+            raise RunConfigError(f"cannot read {path}: {exc}") from exc
+
+
+# ----------------------------------------------------------------------------- flags

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flexmg.agents.buffer import collect_rollout
+from flexmg.metrics import summarize_episodes
 
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -67,7 +68,8 @@ def summarize_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     Returns ``episodes``, ``prompts`` (distinct ``task_id``), ``success_rate``,
     ``format_rate``, ``correct_rate`` (team = graded role), their ``*_ci``
-    (bootstrap over prompts), ``team_reward``, ``rounds``, ``per_role``
+    (bootstrap over prompts), ``team_reward``, ``rounds`` (= ``mean_rounds``: rounds
+    played per episode), ``per_role``
     (``success``, ``format``, ``correct``, ``truncated``) and
     ``format_error_rate`` per role when the env reports it.
     """
@@ -104,6 +106,7 @@ def summarize_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "prompts": len(team["success"]),
         "team_reward": sum(float(m.get("team_reward", 0.0) or 0.0) for m in metrics) / n,
         "rounds": sum(float(m.get("rounds", 0) or 0) for m in metrics) / n,
+        "mean_rounds": summarize_episodes(metrics)["mean_rounds"],
     }
     for key, name in (("success", "success_rate"), ("format", "format_rate"),
                       ("correct", "correct_rate")):  # fmt: skip

@@ -14,7 +14,7 @@ Example:
     ...     {"success": False, "score": 0.5, "rounds": 2,
     ...      "per_role": {"solver": {"format_error": True}}},
     ... ])
-    >>> s["episodes"], s["success_rate"], s["score"], s["rounds"], s["format_error"]
+    >>> s["episodes"], s["success_rate"], s["score"], s["mean_rounds"], s["format_error"]
     (2, 0.5, 0.75, 1.5, {'solver': 0.5})
 """
 
@@ -34,6 +34,7 @@ class EpisodeSummary(TypedDict):
     score: float
     team_reward: float
     rounds: float
+    mean_rounds: float  # the same: rounds actually played per episode (the name reports use)
     format_error: dict[str, float]
     graded_role: str | None
 
@@ -77,6 +78,7 @@ def summarize_episodes(metrics: Iterable[Mapping[str, Any]]) -> EpisodeSummary:
         "score": sum(_number(m.get("score")) for m in rows) / n,
         "team_reward": sum(_number(m.get("team_reward")) for m in rows) / n,
         "rounds": sum(_number(m.get("rounds")) for m in rows) / n,
+        "mean_rounds": sum(_number(m.get("rounds")) for m in rows) / n,
         "format_error": {r: sum(v) / len(v) for r, v in fmt.items()},
         "graded_role": next((m["graded_role"] for m in rows if m.get("graded_role")), None),
     }

@@ -30,7 +30,7 @@ def evaluation_record(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The evaluation's figures: :func:`flexmg.metrics.summarize_episodes` with intervals.
 
     Returns ``episodes``, ``prompts`` (distinct ``task_id``), ``team_reward``,
-    ``rounds``, ``success_rate``, ``format_rate``, ``correct_rate`` (team =
+    ``rounds`` (= ``mean_rounds``: rounds played per episode), ``success_rate``, ``format_rate``, ``correct_rate`` (team =
     graded role) and their ``*_ci`` (:func:`flexmg.metrics.prompt_intervals`),
     ``per_role`` (``success``, ``format``, ``correct``, ``truncated``) and
     ``format_error_rate`` per role when the env reports it.
@@ -42,6 +42,7 @@ def evaluation_record(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "prompts": s["prompts"],
         "team_reward": s["team_reward"],
         "rounds": s["rounds"],
+        "mean_rounds": s["mean_rounds"],
     }
     for name in ("success_rate", "format_rate", "correct_rate"):
         out[name] = s[name]

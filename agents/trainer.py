@@ -9,6 +9,7 @@ on a flexmg env and writes a run folder::
     learning_curve.png   train success and held-out success against updates
     checkpoints/         step_<update>.ckpt (adapters, value heads, optimizers, RNG, counters)
     summary.json         eval_start/eval_end (held-out team success), correct_*, format_*,
+                         mean_rounds_start/_end (held-out rounds played per episode),
                          eval_prompts, 95% bootstrap CIs over prompts, seed, updates, wall_seconds
 
 Everything random is seeded from ``(seed, update)``: the rollout env seeds, the
@@ -48,6 +49,7 @@ from flexmg.agents.marft import Algorithm, get_algorithm
 from flexmg.agents.ppo import PPOLearner
 from flexmg.agents.samples import RolloutBatch, collect_rollout
 from flexmg.io import atomic_write_text, atomic_write_via, json_default
+from flexmg.metrics import summarize_episodes
 from flexmg.protocols import VectorEnv
 
 CKPT_FORMAT = 1
@@ -273,6 +275,7 @@ class Trainer:
                     "update": self.updates_done,
                     "success_rate": batch.success_rate,
                     "team_reward": batch.mean_team_reward,
+                    "mean_rounds": summarize_episodes(batch.metrics)["mean_rounds"],
                     "episodes": len(batch.metrics),
                     "action_tokens": sum(len(s.action_ids) for s in batch.samples)
                     / max(1, len(batch.samples)),
@@ -319,7 +322,7 @@ class Trainer:
         result = self.evaluate()
         result = {"kind": "eval", "update": update, **result, "seconds": time.monotonic() - t0}
         keys = ("success_rate", "correct_rate", "format_rate", "prompts", "success_rate_ci",
-                "correct_rate_ci", "format_rate_ci")  # fmt: skip
+                "correct_rate_ci", "format_rate_ci", "mean_rounds")  # fmt: skip
         self.evals.append({"update": update, **{k: result.get(k) for k in keys}})
         logger.log(result)
 
@@ -340,6 +343,8 @@ class Trainer:
             **_start_end(evals, "success_rate", "eval"),
             **_start_end(evals, "correct_rate", "correct"),
             **_start_end(evals, "format_rate", "format"),
+            "mean_rounds_start": evals[0].get("mean_rounds") if evals else None,
+            "mean_rounds_end": evals[-1].get("mean_rounds") if evals else None,
             "eval_best": max((e["success_rate"] for e in evals), default=None),
             "evals": evals,
             "wall_seconds": wall_seconds,

@@ -423,6 +423,66 @@ def train(
     return model, info
 
 
+def fine_tune(
+    model: Any,
+    mixtures: Sequence[tuple[Any, float]],
+    steps: int,
+    batch_size: int = 32,
+    lr: float = 1e-3,
+    seed: int = 0,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Continue training ``model`` (e.g. the shipped checkpoint) on teacher transcripts.
+
+    A short supervised pass with the warm start's loss (action tokens and EOS),
+    a constant learning rate and one thread; deterministic for a given seed.
+    Returns ``{"steps", "batch_size", "lr", "seed", "final_loss", "train_seconds",
+    "data"}``; the model is left in eval mode.
+    """
+    if steps < 0 or batch_size < 1 or lr <= 0:
+        raise ValueError(
+            f"fine_tune needs steps >= 0, batch_size >= 1 and lr > 0, got {steps}, "
+            f"{batch_size}, {lr}"
+        )
+    tokenizer = build_char_tokenizer()
+    parts, weights = zip(*mixtures, strict=True)
+    rng = random.Random(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    start, losses = time.time(), []
+    batches: list[list[tuple[str, str]]] = []
+    model.train()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            for _ in tqdm(range(steps), desc="fine-tune", disable=not progress, file=sys.stderr):
+                if not batches:
+                    batches = _length_buckets(parts, weights, batch_size, rng)
+                ids, attn, loss_mask = _batch(batches.pop(), tokenizer)
+                logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits
+                logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+                nll = -logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+                loss = (nll * loss_mask[:, 1:]).sum() / loss_mask[:, 1:].sum()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                losses.append(float(loss.detach()))
+    finally:
+        torch.set_num_threads(threads)
+        model.eval()
+    return {
+        "steps": steps,
+        "batch_size": batch_size,
+        "lr": lr,
+        "seed": seed,
+        "final_loss": sum(losses[-20:]) / max(1, len(losses[-20:])),
+        "train_seconds": round(time.time() - start, 1),
+        "data": [{**part.describe(), "weight": w} for part, w in mixtures],
+    }
+
+
 def measure(
     model: Any, env_id: str = "math-2agent", prompts: int = 200, k: int = 8, seed: int = 0,
     env_kwargs: dict[str, Any] | None = None,

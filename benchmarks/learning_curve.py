@@ -3,13 +3,21 @@
 Each seed runs in its own process with the CLI defaults (tiny model, CPU) and
 its own run folder; the script prints, per seed, held-out team success, answer
 correctness and format rate at the start and the end (with the number of
-distinct held-out prompts), the success gain and the wall time, then mean and
-spread, and writes them to ``<out>/learning_curve_summary.json``.
+distinct held-out prompts), the mean rounds played per held-out episode, the
+success gain and the wall time, then mean and spread, and writes them to
+``<out>/learning_curve_summary.json``.
+
+``--preset multi-round`` is the same job with two rounds (``--horizon 2``): a
+team whose first answer is wrong sees the env's feedback ("The final answer
+X is incorrect. Try again.") and the first round, and answers again. Mean
+rounds falls below 2 as first-round answers improve; success above the
+one-round figure is what the second round, and its feedback, add.
 
 Usage::
 
     nice -n 10 python benchmarks/learning_curve.py                 # seeds 0 1 2
     python benchmarks/learning_curve.py --seeds 0 --algo ippo -- --updates 20
+    nice -n 10 python benchmarks/learning_curve.py --preset multi-round
 """
 
 from __future__ import annotations
@@ -25,6 +33,12 @@ import time
 from pathlib import Path
 
 from flexmg.io import atomic_write_text
+
+#: Preset name -> (env, flags passed to ``flexmg train`` before the user's own).
+PRESETS: dict[str, tuple[str, list[str]]] = {
+    "default": ("math-2agent", []),
+    "multi-round": ("math-2agent", ["--horizon", "2"]),
+}
 
 
 def run_seed(seed: int, algo: str, env: str, out: Path, extra: list[str]) -> dict:
@@ -46,42 +60,49 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--algo", default="marft")
-    parser.add_argument("--env", default="math-2agent")
+    parser.add_argument("--env", default=None, help="env id (default: the preset's)")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="default",
+                        help="default: one round; multi-round: --horizon 2 (feedback)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="folder for the run folders")
     parser.add_argument("extra", nargs="*", help="flags passed to `flexmg train` (after --)")
     args = parser.parse_args(argv)
+    preset_env, preset_flags = PRESETS[args.preset]
+    args.env = args.env or preset_env
+    args.extra = [*preset_flags, *args.extra]
     out = args.out or Path(tempfile.mkdtemp(prefix="flexmg-learning-curve-"))
     out.mkdir(parents=True, exist_ok=True)
-    print(f"{'seed':>4} {'success':>13} {'correct':>13} {'format':>13} {'prompts':>7} "
-          f"{'gain':>7} {'wall_s':>7}  run")  # fmt: skip
+    print(f"{'seed':>4} {'success':>13} {'correct':>13} {'format':>13} {'rounds':>11} "
+          f"{'prompts':>7} {'gain':>7} {'wall_s':>7}  run")  # fmt: skip
     rows = []
     for seed in args.seeds:
         s = run_seed(seed, args.algo, args.env, out, args.extra)
         gain = s["eval_end"] - s["eval_start"]
         keys = ("eval_start", "eval_end", "correct_start", "correct_end", "format_start",
-                "format_end", "eval_prompts", "wall_seconds", "process_seconds", "run_dir")  # fmt: skip
+                "format_end", "mean_rounds_start", "mean_rounds_end", "eval_prompts",
+                "wall_seconds", "process_seconds", "run_dir")  # fmt: skip
         rows.append({"seed": seed, "gain": gain, **{k: s.get(k) for k in keys}})
 
-        def pair(name: str, s: dict = s) -> str:
+        def pair(name: str, s: dict = s, digits: int = 3) -> str:
             start, end = s.get(f"{name}_start"), s.get(f"{name}_end")
-            return "n/a" if start is None else f"{start:.3f}->{end:.3f}"
+            return "n/a" if start is None else f"{start:.{digits}f}->{end:.{digits}f}"
 
         print(f"{seed:>4} {pair('eval'):>13} {pair('correct'):>13} {pair('format'):>13} "
-              f"{s.get('eval_prompts') or 0:>7} {gain:>+7.3f} {s['process_seconds']:>7.1f}  "
-              f"{s['run_dir']}", flush=True)  # fmt: skip
+              f"{pair('mean_rounds', digits=2):>11} {s.get('eval_prompts') or 0:>7} "
+              f"{gain:>+7.3f} {s['process_seconds']:>7.1f}  {s['run_dir']}", flush=True)  # fmt: skip
 
     def stats(key: str) -> tuple[float, float]:
-        vals = [r[key] for r in rows]
+        vals = [float(r[key] or 0.0) for r in rows]
         return statistics.fmean(vals), statistics.pstdev(vals) if len(vals) > 1 else 0.0
 
     print("-" * 60)
-    for key in ("eval_start", "eval_end", "gain", "process_seconds"):
+    for key in ("eval_start", "eval_end", "gain", "mean_rounds_end", "process_seconds"):
         mean, sd = stats(key)
-        lo, hi = min(r[key] for r in rows), max(r[key] for r in rows)
+        lo, hi = min(float(r[key] or 0.0) for r in rows), max(float(r[key] or 0.0) for r in rows)
         print(f"{key:>15}: mean {mean:.3f}  sd {sd:.3f}  min {lo:.3f}  max {hi:.3f}")
-    result = {"algo": args.algo, "env": args.env, "extra": args.extra, "cpus": os.cpu_count(),
-              "runs": rows, "mean": {k: stats(k)[0] for k in ("eval_start", "eval_end", "gain")},
-              "sd": {k: stats(k)[1] for k in ("eval_start", "eval_end", "gain")}}  # fmt: skip
+    figures = ("eval_start", "eval_end", "gain", "mean_rounds_start", "mean_rounds_end")
+    result = {"algo": args.algo, "env": args.env, "preset": args.preset, "extra": args.extra,
+              "cpus": os.cpu_count(), "runs": rows, "mean": {k: stats(k)[0] for k in figures},
+              "sd": {k: stats(k)[1] for k in figures}}  # fmt: skip
     atomic_write_text(out / "learning_curve_summary.json", json.dumps(result, indent=2))
     print(f"written: {out / 'learning_curve_summary.json'}")
     return 0

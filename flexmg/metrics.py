@@ -23,7 +23,7 @@ Example:
     ...     {"success": False, "score": 0.5, "rounds": 2,
     ...      "per_role": {"solver": {"format_error": True}}},
     ... ])
-    >>> s["episodes"], s["success_rate"], s["score"], s["rounds"], s["format_error"]
+    >>> s["episodes"], s["success_rate"], s["score"], s["mean_rounds"], s["format_error"]
     (2, 0.5, 0.75, 1.5, {'solver': 0.5})
 """
 
@@ -75,6 +75,7 @@ class EpisodeSummary(TypedDict):
     rounds: float
     format_rate: float
     correct_rate: float
+    mean_rounds: float  # the same: rounds actually played per episode (the name reports use)
     format_error: dict[str, float]
     per_role: dict[str, RoleRates]
     role_means: dict[str, dict[str, float]]
@@ -220,6 +221,7 @@ def summarize_episodes(metrics: Iterable[Mapping[str, Any]]) -> EpisodeSummary:
         "score": sum(_number(m.get("score")) for m in rows) / n,
         "team_reward": sum(_number(m.get("team_reward")) for m in rows) / n,
         "rounds": sum(_number(m.get("rounds")) for m in rows) / n,
+        "mean_rounds": sum(_number(m.get("rounds")) for m in rows) / n,
         "format_rate": sum(r["format"] for r in team) / n,
         "correct_rate": sum(r["correct"] for r in team) / n,
         "format_error": {r: _mean(v) for r, v in fmt.items()},

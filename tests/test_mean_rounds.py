@@ -7,7 +7,7 @@ import json
 import pytest
 
 import flexmg
-from flexmg.agents.evaluation import summarize_metrics
+from flexmg.agents.evaluation import evaluation_record
 from flexmg.metrics import summarize_episodes
 
 
@@ -31,7 +31,7 @@ def test_mean_rounds_of_scripted_two_round_episodes() -> None:
     assert [e["rounds"] for e in episodes] == [2, 1, 2]
     assert [e["success"] for e in episodes] == [True, True, False]
     assert summarize_episodes(episodes)["mean_rounds"] == pytest.approx(5 / 3)
-    assert summarize_metrics(episodes)["mean_rounds"] == pytest.approx(5 / 3)
+    assert evaluation_record(episodes)["mean_rounds"] == pytest.approx(5 / 3)
     assert summarize_episodes([])["mean_rounds"] == 0.0
 
 

@@ -14,10 +14,10 @@ import pytest
 pytest.importorskip("peft")
 
 import flexmg  # noqa: E402
-from flexmg.agents.samples import RolloutBatch, Sample  # noqa: E402
 from flexmg.agents.marft import get_algorithm  # noqa: E402
 from flexmg.agents.policy import PolicyConfig, TeamPolicy  # noqa: E402
 from flexmg.agents.ppo import PPOConfig, PPOLearner  # noqa: E402
+from flexmg.agents.samples import RolloutBatch, Sample  # noqa: E402
 from flexmg.envs.families.relay import carries_problem  # noqa: E402
 
 EPISODES = 8  # half relay the problem, half do not

@@ -6,7 +6,8 @@ without a format error) and *correctness* (the answer's value is right however
 it is written: the env's ``answer_correct``, else ``own_correct``). The team's
 format and correctness are those of the graded role. Greedy outcomes are fixed
 per prompt, so uncertainty is a 95% bootstrap interval over *distinct prompts*
-(``task_id``), and the number of distinct prompts is reported.
+(:func:`prompt_key`: the env's ``prompt_id``, a hash of the prompt text, else
+``task_id``), and the number of distinct prompts is reported.
 
 Example:
     >>> m = [{"task_id": "t1", "success": True, "graded_role": "s",
@@ -48,24 +49,86 @@ def bootstrap_ci(
 ) -> tuple[float, float] | None:  # fmt: skip
     """95% bootstrap interval of the mean over prompts (prompts resampled, each its mean).
 
-    ``None`` with fewer than two prompts.
+    ``None`` with fewer than two prompts. One seed of :func:`bootstrap_ci_over_seeds`.
 
     >>> bootstrap_ci({"a": [1.0], "b": [0.0], "c": [1.0, 0.0]}) is not None
     True
     """
-    means = [sum(v) / len(v) for v in values_by_prompt.values() if len(v)]
-    if len(means) < 2:
+    return bootstrap_ci_over_seeds([values_by_prompt], resamples, seed)
+
+
+def bootstrap_ci_over_seeds(
+    values_by_seed: Sequence[Mapping[str, Sequence[float]]], resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float] | None:  # fmt: skip
+    """95% two-level bootstrap interval of the mean over seeds of the mean over prompts.
+
+    ``values_by_seed[s]`` maps each prompt of seed ``s`` (e.g. a training seed's
+    evaluation) to its values. Each resample draws the seeds with replacement,
+    then within every drawn seed its prompts with replacement (each prompt its
+    mean); the statistic is the mean of the per-seed means, so the interval widens
+    when seeds disagree. With one seed only prompts are resampled; ``None`` when
+    there is nothing to resample (no prompts, or one seed with one prompt).
+
+    >>> agree = [{"a": [1.0], "b": [0.0]}, {"c": [1.0], "d": [0.0]}]
+    >>> disagree = [{"a": [1.0], "b": [1.0]}, {"c": [0.0], "d": [0.0]}]
+    >>> width = lambda ci: ci[1] - ci[0]
+    >>> width(bootstrap_ci_over_seeds(disagree)) >= width(bootstrap_ci_over_seeds(agree))
+    True
+    """
+    groups = [[sum(v) / len(v) for v in g.values() if len(v)] for g in values_by_seed]
+    groups = [g for g in groups if g]
+    if not groups or (len(groups) == 1 and len(groups[0]) < 2):
         return None
     rng = random.Random(seed)
-    n = len(means)
-    stats = sorted(sum(rng.choice(means) for _ in range(n)) / n for _ in range(resamples))
+
+    def resampled_mean(means: list[float]) -> float:
+        return sum(rng.choice(means) for _ in range(len(means))) / len(means)
+
+    if len(groups) == 1:
+        stats = [resampled_mean(groups[0]) for _ in range(resamples)]
+    else:
+        k = len(groups)
+        stats = [
+            sum(resampled_mean(rng.choice(groups)) for _ in range(k)) / k for _ in range(resamples)
+        ]
+    stats.sort()
     return stats[int(0.025 * resamples)], stats[min(resamples - 1, int(0.975 * resamples))]
+
+
+def prompt_key(metrics: Mapping[str, Any], index: int = 0) -> str:
+    """What identifies an episode's prompt: ``prompt_id``, else ``task_id``, else its index.
+
+    Generated tasks can repeat a prompt under another ``task_id``; ``prompt_id``
+    (the env's hash of the prompt text) counts them once.
+
+    >>> prompt_key({"task_id": "gen/7", "prompt_id": "ab12"}), prompt_key({}, 3)
+    ('ab12', 'episode-3')
+    """
+    return str(metrics.get("prompt_id") or metrics.get("task_id") or f"episode-{index}")
+
+
+def team_outcome(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """An episode's team ``success``, ``format`` and ``correct`` (1.0/0.0; the graded role's).
+
+    >>> team_outcome({"success": True, "graded_role": "s",
+    ...               "per_role": {"s": {"format_ok": False, "answer_correct": True}}})
+    {'success': 1.0, 'format': 0.0, 'correct': 1.0}
+    """
+    roles = metrics.get("per_role") or {}
+    graded = roles.get(metrics.get("graded_role"), {}) if isinstance(roles, Mapping) else {}
+    graded = graded if isinstance(graded, Mapping) else {}
+    return {
+        "success": float(bool(metrics.get("success", False))),
+        "format": float(role_format_ok(graded)),
+        "correct": float(role_correct(graded)),
+    }
 
 
 def summarize_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Aggregate episode metrics: team and per-role success, format and correctness.
 
-    Returns ``episodes``, ``prompts`` (distinct ``task_id``), ``success_rate``,
+    Returns ``episodes``, ``prompts`` (distinct :func:`prompt_key`), ``success_rate``,
     ``format_rate``, ``correct_rate`` (team = graded role), their ``*_ci``
     (bootstrap over prompts), ``team_reward``, ``rounds``, ``per_role``
     (``success``, ``format``, ``correct``, ``truncated``) and
@@ -76,15 +139,9 @@ def summarize_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     per_role: dict[str, dict[str, list[float]]] = {}
     format_errors: dict[str, list[float]] = {}
     for k, m in enumerate(metrics):
-        prompt = str(m.get("task_id", f"episode-{k}"))
+        prompt = prompt_key(m, k)
         roles = m.get("per_role") or {}
-        graded = roles.get(m.get("graded_role"), {}) if isinstance(roles, Mapping) else {}
-        graded = graded if isinstance(graded, Mapping) else {}
-        row = {
-            "success": float(bool(m.get("success", False))),
-            "format": float(role_format_ok(graded)),
-            "correct": float(role_correct(graded)),
-        }
+        row = team_outcome(m)
         for key, value in row.items():
             team[key].setdefault(prompt, []).append(value)
         for role, rm in roles.items() if isinstance(roles, Mapping) else ():

@@ -4,7 +4,8 @@
 on a flexmg env and writes a run folder::
 
     config.json          the full configuration (TrainConfig, PolicyConfig, PPOConfig)
-    metrics.jsonl        one line per update ("kind": "train") and per evaluation ("eval")
+    metrics.jsonl        one line per update ("kind": "train": its episodes, sampled actions
+                         and generated tokens, losses, ...) and per evaluation ("eval")
     tb/                  TensorBoard events (the same figures)
     learning_curve.png   train success and held-out success against updates
     checkpoints/         step_<update>.ckpt (adapters, value heads, optimizers, RNG, counters)
@@ -277,6 +278,8 @@ class Trainer:
                     "team_reward": batch.mean_team_reward,
                     "mean_rounds": summarize_episodes(batch.metrics)["mean_rounds"],
                     "episodes": len(batch.metrics),
+                    "actions": len(batch.samples),
+                    "generated_tokens": sum(len(s.action_ids) for s in batch.samples),
                     "action_tokens": sum(len(s.action_ids) for s in batch.samples)
                     / max(1, len(batch.samples)),
                     **stats,

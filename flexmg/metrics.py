@@ -38,10 +38,13 @@ __all__ = [
     "EpisodeSummary",
     "RoleRates",
     "bootstrap_ci",
+    "bootstrap_ci_over_seeds",
     "prompt_intervals",
+    "prompt_key",
     "role_correct",
     "role_format_ok",
     "summarize_episodes",
+    "team_outcome",
 ]
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -64,7 +67,7 @@ class EpisodeSummary(TypedDict):
     :class:`RoleRates` per role; ``format_error`` a rate for every role that
     reported ``format_error`` (over those episodes); ``role_means`` the mean of
     every numeric per-role metric over all episodes (missing counts as 0);
-    ``prompts`` counts distinct ``task_id``.
+    ``prompts`` counts distinct prompts (:func:`prompt_key`).
     """
 
     episodes: int
@@ -109,18 +112,63 @@ def bootstrap_ci(
 ) -> tuple[float, float] | None:  # fmt: skip
     """95% bootstrap interval of the mean over prompts (prompts resampled, each its mean).
 
-    ``None`` with fewer than two prompts.
+    ``None`` with fewer than two prompts. One seed of :func:`bootstrap_ci_over_seeds`.
 
     >>> bootstrap_ci({"a": [1.0], "b": [0.0], "c": [1.0, 0.0]}) is not None
     True
     """
-    means = [sum(v) / len(v) for v in values_by_prompt.values() if len(v)]
-    if len(means) < 2:
+    return bootstrap_ci_over_seeds([values_by_prompt], resamples, seed)
+
+
+def bootstrap_ci_over_seeds(
+    values_by_seed: Sequence[Mapping[str, Sequence[float]]], resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float] | None:  # fmt: skip
+    """95% two-level bootstrap interval of the mean over seeds of the mean over prompts.
+
+    ``values_by_seed[s]`` maps each prompt of seed ``s`` (e.g. a training seed's
+    evaluation) to its values. Each resample draws the seeds with replacement,
+    then within every drawn seed its prompts with replacement (each prompt its
+    mean); the statistic is the mean of the per-seed means, so the interval widens
+    when seeds disagree. With one seed only prompts are resampled; ``None`` when
+    there is nothing to resample (no prompts, or one seed with one prompt).
+
+    >>> agree = [{"a": [1.0], "b": [0.0]}, {"c": [1.0], "d": [0.0]}]
+    >>> disagree = [{"a": [1.0], "b": [1.0]}, {"c": [0.0], "d": [0.0]}]
+    >>> width = lambda ci: ci[1] - ci[0]
+    >>> width(bootstrap_ci_over_seeds(disagree)) >= width(bootstrap_ci_over_seeds(agree))
+    True
+    """
+    groups = [[sum(v) / len(v) for v in g.values() if len(v)] for g in values_by_seed]
+    groups = [g for g in groups if g]
+    if not groups or (len(groups) == 1 and len(groups[0]) < 2):
         return None
     rng = random.Random(seed)
-    n = len(means)
-    stats = sorted(sum(rng.choice(means) for _ in range(n)) / n for _ in range(resamples))
+
+    def resampled_mean(means: list[float]) -> float:
+        return sum(rng.choice(means) for _ in range(len(means))) / len(means)
+
+    if len(groups) == 1:
+        stats = [resampled_mean(groups[0]) for _ in range(resamples)]
+    else:
+        k = len(groups)
+        stats = [
+            sum(resampled_mean(rng.choice(groups)) for _ in range(k)) / k for _ in range(resamples)
+        ]
+    stats.sort()
     return stats[int(0.025 * resamples)], stats[min(resamples - 1, int(0.975 * resamples))]
+
+
+def prompt_key(metrics: Mapping[str, Any], index: int = 0) -> str:
+    """What identifies an episode's prompt: ``prompt_id``, else ``task_id``, else its index.
+
+    Generated tasks can repeat a prompt under another ``task_id``; ``prompt_id``
+    (the env's hash of the prompt text) counts them once.
+
+    >>> prompt_key({"task_id": "gen/7", "prompt_id": "ab12"}), prompt_key({}, 3)
+    ('ab12', 'episode-3')
+    """
+    return str(metrics.get("prompt_id") or metrics.get("task_id") or f"episode-{index}")
 
 
 def _number(value: Any) -> float:
@@ -154,8 +202,13 @@ def _roles(m: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {r: rm for r, rm in per_role.items() if isinstance(rm, Mapping)}
 
 
-def _team_row(m: Mapping[str, Any]) -> dict[str, float]:
-    """The episode's team success, format and correctness (those of the graded role)."""
+def team_outcome(m: Mapping[str, Any]) -> dict[str, float]:
+    """An episode's team ``success``, ``format`` and ``correct`` (1.0/0.0; the graded role's).
+
+    >>> team_outcome({"success": True, "graded_role": "s",
+    ...               "per_role": {"s": {"format_ok": False, "answer_correct": True}}})
+    {'success': 1.0, 'format': 0.0, 'correct': 1.0}
+    """
     per_role = m.get("per_role") or {}
     graded = per_role.get(m.get("graded_role"), {}) if isinstance(per_role, Mapping) else {}
     graded = graded if isinstance(graded, Mapping) else {}
@@ -167,11 +220,11 @@ def _team_row(m: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _by_prompt(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, list[float]]]:
-    """Team success/format/correct values grouped by prompt (``task_id``), per key."""
+    """Team success/format/correct values grouped by prompt (:func:`prompt_key`), per key."""
     out: dict[str, dict[str, list[float]]] = {key: {} for key in _TEAM_KEYS}
     for k, m in enumerate(rows):
-        prompt = str(m.get("task_id", f"episode-{k}"))
-        for key, value in _team_row(m).items():
+        prompt = prompt_key(m, k)
+        for key, value in team_outcome(m).items():
             out[key].setdefault(prompt, []).append(value)
     return out
 
@@ -195,7 +248,7 @@ def summarize_episodes(metrics: Iterable[Mapping[str, Any]]) -> EpisodeSummary:
     """
     rows = _episodes(metrics)
     n = max(1, len(rows))
-    team = [_team_row(m) for m in rows]
+    team = [team_outcome(m) for m in rows]
     fmt: dict[str, list[float]] = {}
     rates: dict[str, dict[str, list[float]]] = {}
     sums: dict[str, dict[str, float]] = {}
@@ -216,7 +269,7 @@ def summarize_episodes(metrics: Iterable[Mapping[str, Any]]) -> EpisodeSummary:
                     total[key] = total.get(key, 0.0) + float(value)
     return {
         "episodes": len(rows),
-        "prompts": len({str(m.get("task_id", f"episode-{k}")) for k, m in enumerate(rows)}),
+        "prompts": len({prompt_key(m, k) for k, m in enumerate(rows)}),
         "success_rate": sum(bool(m.get("success", False)) for m in rows) / n,
         "score": sum(_number(m.get("score")) for m in rows) / n,
         "team_reward": sum(_number(m.get("team_reward")) for m in rows) / n,
@@ -242,7 +295,7 @@ def summarize_episodes(metrics: Iterable[Mapping[str, Any]]) -> EpisodeSummary:
 def prompt_intervals(metrics: Iterable[Mapping[str, Any]]) -> dict[str, list[float] | None]:
     """95% bootstrap intervals of the team's success, format and correct rates over prompts.
 
-    Greedy outcomes are fixed per prompt, so the prompts (``task_id``), not the
+    Greedy outcomes are fixed per prompt, so the prompts (:func:`prompt_key`), not the
     episodes, are resampled. Keys ``success_rate``, ``format_rate``,
     ``correct_rate``; ``None`` with fewer than two prompts.
 

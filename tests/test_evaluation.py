@@ -1,11 +1,20 @@
-"""Held-out evaluation: success, format and correctness per role and team, CIs over prompts."""
+"""Held-out evaluation: success, format and correctness per role and team, CIs over prompts
+and (two-level) over seeds and prompts."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 
 from flexmg.agents.evaluation import evaluation_record
-from flexmg.metrics import bootstrap_ci, role_correct, role_format_ok
+from flexmg.metrics import (
+    bootstrap_ci,
+    bootstrap_ci_over_seeds,
+    prompt_key,
+    role_correct,
+    role_format_ok,
+)
 
 
 def _episode(task: str, success: bool, solver: dict, verifier: dict) -> dict:
@@ -67,3 +76,61 @@ def test_empty_and_hostile_metrics_do_not_crash() -> None:
     assert out["episodes"] == 2 and out["success_rate"] == 0.0
     assert evaluation_record([])["success_rate_ci"] is None
     assert pytest.approx(0.0) == evaluation_record([{"per_role": {"a": None}}])["format_rate"]
+
+
+def test_prompts_are_the_prompt_text_not_the_task_id() -> None:
+    # a generator can repeat a prompt under another task id: one prompt, not two
+    same = {"success": True, "prompt_id": "p1"}
+    out = evaluation_record([{**same, "task_id": "gen/1"}, {**same, "task_id": "gen/2"}])
+    assert out["episodes"] == 2 and out["prompts"] == 1
+    assert prompt_key({"task_id": "gen/1"}) == "gen/1"  # older records: the task id
+
+
+def test_one_seed_of_the_two_level_bootstrap_is_the_prompt_bootstrap() -> None:
+    prompts = {f"p{i}": [float(i % 3 == 0)] for i in range(30)}
+    assert bootstrap_ci_over_seeds([prompts], resamples=500) == bootstrap_ci(prompts, 500)
+    assert bootstrap_ci_over_seeds([]) is None and bootstrap_ci_over_seeds([{}, {}]) is None
+    assert bootstrap_ci_over_seeds([{"a": [1.0]}]) is None
+    assert bootstrap_ci_over_seeds([{"a": [1.0]}, {"b": [0.0]}]) == (0.0, 1.0)
+
+
+def test_two_level_bootstrap_widens_when_seeds_disagree() -> None:
+    # the same 100 outcomes (half successes) split over 4 seeds two ways
+    agree = [{f"s{s}p{i}": [float(i % 2)] for i in range(25)} for s in range(4)]
+    disagree = [{f"s{s}p{i}": [float(s % 2)] for i in range(25)} for s in range(4)]
+    lo_a, hi_a = bootstrap_ci_over_seeds(agree, resamples=500)
+    lo_d, hi_d = bootstrap_ci_over_seeds(disagree, resamples=500)
+    assert lo_a < 0.5 < hi_a and lo_d <= 0.5 <= hi_d
+    assert hi_d - lo_d > 2 * (hi_a - lo_a)
+    # pooled into one seed the two are the same data: the seed level is what widens it
+    pooled = [{k: v for g in disagree for k, v in g.items()}]
+    lo_p, hi_p = bootstrap_ci_over_seeds(pooled, resamples=500)
+    assert hi_p - lo_p < (hi_d - lo_d) / 2
+
+
+def _coverage(two_level: bool, replicates: int = 40, seeds: int = 8, prompts: int = 15) -> float:
+    """Share of simulated experiments whose 95% interval holds the true mean 0.5.
+
+    Each seed has its own success probability (0.5 +- 0.2): seeds disagree, as
+    training seeds do, so an interval over prompts alone is too narrow. (With 5
+    seeds a percentile bootstrap covers ~85%, as a normal interval does where
+    Student's t with 4 degrees of freedom belongs.)
+    """
+    rng = random.Random(1234)
+    hits = 0
+    for _ in range(replicates):
+        groups = []
+        for s in range(seeds):
+            p = min(1.0, max(0.0, rng.gauss(0.5, 0.2)))
+            groups.append({f"s{s}p{i}": [float(rng.random() < p)] for i in range(prompts)})
+        if not two_level:
+            groups = [{k: v for g in groups for k, v in g.items()}]
+        lo, hi = bootstrap_ci_over_seeds(groups, resamples=300, seed=rng.randrange(1 << 30))
+        hits += lo <= 0.5 <= hi
+    return hits / replicates
+
+
+def test_two_level_bootstrap_covers_the_true_mean() -> None:
+    two_level, prompts_only = _coverage(True), _coverage(False)
+    assert two_level >= 0.85, two_level
+    assert prompts_only < two_level - 0.1, (prompts_only, two_level)

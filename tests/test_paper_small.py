@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import json
 from pathlib import Path
 
@@ -54,3 +55,142 @@ def test_training_children_share_the_cores(paper_small, monkeypatch) -> None:
     assert paper_small.child_env(8)["OMP_NUM_THREADS"] == "1"
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert paper_small.child_env(2)["OMP_NUM_THREADS"] == "3"  # the caller's choice wins
+
+
+def _args(paper_small, tmp_path: Path, *extra: str):
+    return paper_small.parse_args(["--out", str(tmp_path), *extra])
+
+
+def test_default_grid_every_variant_env_and_seed(paper_small, tmp_path: Path) -> None:
+    args = _args(paper_small, tmp_path)
+    jobs = paper_small.plan_jobs(args)
+    assert args.seeds == [0, 1, 2, 3, 4] and args.jobs == 2
+    # 3 team variants x 6 envs x 5 seeds, and the single agent at 3 sizes x 2 families x 5 seeds
+    assert len(jobs) == 3 * 6 * 5 + 3 * 2 * 5 == 120
+    assert len({j.run_dir for j in jobs}) == 120
+    for row in args.envs:
+        for column in ("marft", "marft-shared", "ippo", "single"):
+            seeds = sorted(j.seed for j in jobs if j.row == row and j.column == column)
+            assert seeds == args.seeds, (row, column)
+
+
+def test_single_agent_has_each_team_sizes_budget(paper_small, tmp_path: Path) -> None:
+    args = _args(paper_small, tmp_path, "--budget", "7", "--episodes-per-update", "6")
+    jobs = paper_small.plan_jobs(args)
+    for row in args.envs:
+        k = paper_small.team_size(row)
+        in_row = [j for j in jobs if j.row == row]
+        actions = {paper_small.planned_actions(j, args.budget) for j in in_row}
+        assert actions == {7 * 6 * k}, row  # the same sampled actions in every column
+        single = [j for j in in_row if j.column == "single"]
+        assert {(j.env, j.episodes_per_update, j.variant) for j in single} == {
+            (row.split("-")[0] + "-1agent", k * 6, f"single-b{k}")
+        }
+        # the same updates, model and per-action token cap: only env, episodes per
+        # update, run folder, algorithm and sharing differ between the commands
+        varying = {"--env", "--episodes-per-update", "--run-dir", "--algo", "--seed"}
+
+        def fixed(cmd: list[str], varying=varying) -> list[str]:
+            kept = [a for i, a in enumerate(cmd) if a not in varying and cmd[i - 1] not in varying]
+            return [a for a in kept if a != "--share-parameters"]
+
+        assert len({tuple(fixed(paper_small.train_command(j, args))) for j in in_row}) == 1
+
+
+def test_budget_check_reads_the_trainers_counts(paper_small, tmp_path: Path) -> None:
+    def run(name: str, actions: int, tokens: int) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        rec = {"kind": "train", "episodes": 4, "actions": actions, "generated_tokens": tokens}
+        (d / "metrics.jsonl").write_text(json.dumps({"kind": "eval"}) + "\n" + json.dumps(rec))
+        return d
+
+    assert paper_small.measured_budget(run("a", 8, 80)) == {
+        "updates": 1, "episodes": 4, "actions": 8, "generated_tokens": 80,
+    }  # fmt: skip
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "metrics.jsonl").write_text('{"kind": "train", "episodes": 4}\n')
+    assert paper_small.measured_budget(tmp_path / "old") is None  # not counted: not claimed
+    col = lambda actions, tokens: {"actions": actions, "tokens_mean": tokens}  # noqa: E731
+    check = paper_small.budget_check
+    assert check({"team": col([8, 8], 100.0), "single": col([8], 109.0)}, 8)["equal"]
+    assert not check({"team": col([8], 100.0), "single": col([8], 111.0)}, 8)["equal"]
+    assert not check({"team": col([8], 100.0), "single": col([6], 100.0)}, 8)["equal"]
+    assert not check({"team": col([], None)}, 8)["equal"]  # nothing measured
+
+
+def test_projection_arithmetic_and_the_default_grid_fits(paper_small, tmp_path: Path) -> None:
+    assert paper_small.makespan([5.0, 1.0, 1.0], 2) == 5.0  # not the mean load, 3.5
+    assert paper_small.makespan([3.0, 3.0, 3.0], 2) == 6.0
+    assert paper_small.makespan([5.0, 4.0], 1) == 9.0
+    args = _args(paper_small, tmp_path, "--bounds")
+    job = paper_small.make_job(args, "marft", "math-2agent", 0)
+    per_episode = paper_small.SECONDS_PER_EPISODE["math-2agent"]
+    want = (
+        paper_small.RUN_START_SECONDS
+        + args.budget * args.episodes_per_update * per_episode
+        + 2 * args.train_eval_episodes * per_episode * paper_small.EVAL_FACTOR
+    )
+    assert paper_small.run_seconds(job, args) == pytest.approx(want)
+    train, evaluate = paper_small.projected_minutes(args, [job, job, job], [job])
+    assert train == pytest.approx(2 * want / 60)  # 3 equal runs on 2 workers
+    assert evaluate == pytest.approx(paper_small.cell_seconds("math-2agent", args) / 60)
+    default = _args(paper_small, tmp_path)
+    jobs = paper_small.plan_jobs(default)
+    train, evaluate = paper_small.projected_minutes(default, jobs, jobs)
+    assert train + evaluate <= 110, (train, evaluate)
+
+
+def test_a_finished_run_is_not_trained_again(paper_small, tmp_path: Path, monkeypatch) -> None:
+    def no_training(*_args, **_kwargs):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr(paper_small.subprocess, "run", no_training)
+    args = _args(paper_small, tmp_path, "--envs", "math-2agent", "--seeds", "0", "--budget", "3")
+    for job in paper_small.plan_jobs(args):
+        job.run_dir.mkdir(parents=True)
+        (job.run_dir / "summary.json").write_text(json.dumps({"updates": 3}))
+        assert paper_small.train_one(job, args)["status"] == "done before"
+    argv = ["--out", str(tmp_path), "--envs", "math-2agent", "--seeds", "0", "--budget", "3"]
+    assert paper_small.main([*argv, "--train-only", "--no-progress"]) == 0
+
+
+def _episode(prompt: str, success: bool) -> dict:
+    role = {"format_ok": True, "answer_correct": success}
+    metrics = {"prompt_id": prompt, "success": success, "graded_role": "r", "per_role": {"r": role}}
+    return {"task_id": prompt, "metrics": metrics}
+
+
+def test_report_tables_json_and_chart(paper_small, tmp_path: Path) -> None:
+    args = _args(paper_small, tmp_path, "--envs", "math-2agent", "--seeds", "0", "1",
+                 "--budget", "1", "--episodes-per-update", "2", "--bounds")  # fmt: skip
+    jobs = paper_small.plan_jobs(args)
+    cells = {}
+    for job in jobs:
+        job.run_dir.mkdir(parents=True)
+        rec = {"kind": "train", "episodes": job.episodes_per_update, "actions": 4,
+               "generated_tokens": 40}  # fmt: skip
+        (job.run_dir / "metrics.jsonl").write_text(json.dumps(rec) + "\n")
+        win = job.column == "single"
+        cells[f"{job.variant}{job.seed}"] = {
+            "entry": job.variant, "env": job.env, "seed": job.seed, "current": True,
+            "episodes": [_episode(f"p{i}", win) for i in range(4)],
+        }  # fmt: skip
+    report = paper_small.build_report(args, jobs, {"cells": cells}, [])
+    row = report["rows"][0]
+    assert row["columns"]["single"]["success"]["mean"] == 1.0
+    assert row["columns"]["marft"]["success"] == {"mean": 0.0, "ci": [0.0, 0.0]}
+    assert row["columns"]["ippo"]["prompts"] == 4  # the same 4 prompts in both seeds
+    assert row["budget"]["equal"] and row["budget"]["planned_actions"] == 4
+    md, js, png = paper_small.write_outputs(report, tmp_path)
+    text = md.read_text()
+    assert report["model"]["weights_sha256"] in text
+    assert "| math-2agent | 4 | 0.000 [0.000, 0.000] |" in text
+    assert "| math-2agent | 4 | 4 / 40 | 4 / 40 | 4 / 40 | 4 / 40 | 0.0% | yes |" in text
+    assert json.loads(js.read_text())["rows"][0]["env"] == "math-2agent"
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_docstring_examples(paper_small) -> None:
+    result = doctest.testmod(paper_small)
+    assert result.attempted >= 6 and result.failed == 0

@@ -96,6 +96,10 @@ def test_corrupted_checkpoint_is_a_clear_error(small_model, tmp_path):
     train = [r for r in read_metrics(run) if r["kind"] == "train"]
     assert "sampler_kl" in train[0] and abs(train[0]["sampler_kl"]) < 1e-3
     assert "truncated_frac" in train[0]
+    # the budget counters: one sampled action per role per episode (echo: one round)
+    roles = json.loads((run / "config.json").read_text())["roles"]
+    assert train[0]["actions"] == train[0]["episodes"] * len(roles) == 4 * len(roles)
+    assert train[0]["generated_tokens"] == round(train[0]["action_tokens"] * train[0]["actions"])
     for name in ("config.json", "metrics.jsonl", "learning_curve.png", "summary.json", "tb"):
         assert (run / name).exists(), name
     ckpt = list_checkpoints(run / "checkpoints")[-1]

@@ -157,7 +157,9 @@ def test_a_run_folder_of_the_old_code_resumes_to_the_same_records(small_model, t
     got = read_metrics(run)
     assert [(r["kind"], r["update"]) for r in got] == [(r["kind"], r["update"]) for r in expected]
     for mine, theirs in zip(_strip(got), _strip(expected), strict=True):
-        assert mine.keys() == theirs.keys()
+        # Records only gain keys (actions and generated_tokens per update, mean_rounds).
+        assert mine.keys() - theirs.keys() <= {"actions", "generated_tokens", "mean_rounds"}
+        assert theirs.keys() <= mine.keys()
         for key, value in theirs.items():  # floats up to the CPU's rounding, the rest exactly
             if isinstance(value, float):
                 assert mine[key] == pytest.approx(value, rel=1e-4, abs=1e-6), (key, mine, theirs)

@@ -75,9 +75,9 @@ DEFAULTS: dict[str, Any] = {
     # trained for lack of CPU time (see default_mixtures and the code teacher).
     "code_weight": 0.0,
     # Share of relay episodes (relay teacher on the real relay envs) in the warm-start data.
-    "relay_weight": 0.0,
+    "relay_weight": 0.1,
     # Share of the math episodes played with horizon 2 (retry rounds after feedback).
-    "multi_round_weight": 0.0,
+    "multi_round_weight": 0.15,
 }
 
 

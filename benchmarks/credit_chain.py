@@ -32,7 +32,7 @@ checkpoint as it is (the default when it already has relay data).
 
 Usage::
 
-    nice -n 10 python benchmarks/credit_chain.py --out runs/credit_chain
+    nice -n 10 python benchmarks/credit_chain.py --out runs/credit_chain   # the reported run
     python benchmarks/credit_chain.py --out /tmp/cc --seeds 0 --updates 2 \\
         --episodes-per-update 8 --eval-episodes 8 --relay-warmstart-steps 5   # smoke
 """
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -55,7 +56,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "ippo": ("ippo", {}),
     "marft-abya": ("marft", {"agent_interval": None}),
 }
-FIGURES = ("relay_rate", "answer_rate", "success_rate")
+FIGURES = ("relay_rate", "expression_rate", "answer_rate", "success_rate")
+_EXPRESSION = re.compile(r"\d+\s*[-+*/×÷]\s*\d+")  # "a op b": the shape of a relayed problem
 # Policy and PPO settings of the tiny model (the trainer's tiny defaults, spelled out
 # because every run starts from a model folder, which the trainer would treat as an LLM).
 TINY_POLICY = {"prompt_style": "compact", "temperature": 1.0, "max_new_tokens": 16,
@@ -66,10 +68,12 @@ RELAY_FINE_TUNE_LR = 2e-3  # constant learning rate of the in-script relay fine-
 
 # ------------------------------------------------------------------ figures of episodes
 def chain_figures(results: Sequence[Any], answers: Sequence[str]) -> dict[str, float]:
-    """Relay rate, answer rate and team success of a batch of finished relay episodes.
+    """Relay rate, expression rate, answer rate and team success of finished relay episodes.
 
-    ``answers`` are the gold answers in episode order (the answer rate counts
-    reader messages whose last number equals it).
+    The relay rate counts reader messages that carry their problem; the
+    expression rate those that hold *some* ``a op b`` (the shape of a relayed
+    problem, right numbers or not); the answer rate those whose last number is
+    the gold answer (``answers``, in episode order).
 
     >>> from types import SimpleNamespace as S
     >>> def episode(message, success):
@@ -79,6 +83,8 @@ def chain_figures(results: Sequence[Any], answers: Sequence[str]) -> dict[str, f
     >>> figures = chain_figures(eps, ["5", "5", "5"])
     >>> [round(figures[k], 3) for k in ("relay_rate", "answer_rate", "success_rate")]
     [0.333, 0.333, 0.667]
+    >>> chain_figures([episode("4 + 1", False)], ["5"])["expression_rate"]
+    1.0
     """
     from flexmg.envs.families.math import last_value
     from flexmg.envs.families.relay import relay_rate
@@ -90,6 +96,7 @@ def chain_figures(results: Sequence[Any], answers: Sequence[str]) -> dict[str, f
     answered = sum(last_value(m) == a.strip() for m, a in zip(messages, answers, strict=True))
     return {
         "relay_rate": relay_rate(messages, problems),
+        "expression_rate": sum(bool(_EXPRESSION.search(m)) for m in messages) / n,
         "answer_rate": answered / n,
         "success_rate": sum(bool(r.metrics.get("success")) for r in results) / n,
         "episodes": len(results),
@@ -261,14 +268,15 @@ def table(summary: dict[str, Any]) -> str:
         return format_mean_ci(row["mean"], half, row["n"], digits=2)
 
     head = (f"{'variant':<11} {'part':<5} {'relay start':>13} {'relay end':>13} "
-            f"{'answer end':>13} {'success start':>14} {'success end':>13}")  # fmt: skip
+            f"{'expr. end':>13} {'answer end':>13} {'success start':>14} {'success end':>13}")  # fmt: skip
     lines = [head, "-" * len(head)]
     for variant, parts in summary.items():
         for part in ("eval", "train"):
             f = parts[part]
             lines.append(
                 f"{variant:<11} {part:<5} {cell(f['relay_rate'][0]):>13} "
-                f"{cell(f['relay_rate'][-1]):>13} {cell(f['answer_rate'][-1]):>13} "
+                f"{cell(f['relay_rate'][-1]):>13} {cell(f['expression_rate'][-1]):>13} "
+                f"{cell(f['answer_rate'][-1]):>13} "
                 f"{cell(f['success_rate'][0]):>14} {cell(f['success_rate'][-1]):>13}"
             )
     return "\n".join(lines)
@@ -281,13 +289,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--env", default="relay-2agent", choices=["relay-2agent", "relay-3agent"])
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--updates", type=int, default=12, help="PPO updates per run")
+    p.add_argument("--updates", type=int, default=10, help="PPO updates per run")
     p.add_argument("--episodes-per-update", type=int, default=32)
-    p.add_argument("--eval-every", type=int, default=3, help="held-out eval every N updates")
+    p.add_argument("--eval-every", type=int, default=5, help="held-out eval every N updates")
     p.add_argument("--eval-episodes", type=int, default=64, help="held-out episodes per eval")
     p.add_argument("--agent-interval", type=int, default=1, help="K of marft-abya")
     p.add_argument("--relay-warmstart-steps", type=int, default=None,
-                   help="relay fine-tune steps before RL (default: 120, or 0 when the "
+                   help="relay fine-tune steps before RL (default: 1500, or 0 when the "
                         "shipped checkpoint already has relay data)")  # fmt: skip
     p.add_argument(
         "--relay-share",
@@ -305,7 +313,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if not 0.0 < args.relay_share <= 1.0:
         p.error("--relay-share must be in (0, 1]")
     if args.relay_warmstart_steps is None:
-        args.relay_warmstart_steps = 0 if shipped_has_relay_data() else 120
+        args.relay_warmstart_steps = 0 if shipped_has_relay_data() else 1500
     return args
 
 

@@ -29,19 +29,21 @@ def test_chain_figures(credit_chain) -> None:
         _episode("What is 2 + 3?", "ok", False),
     ]
     figures = credit_chain.chain_figures(eps, ["13", "13", "5", "5"])
-    assert figures == {"relay_rate": 0.5, "answer_rate": 0.25, "success_rate": 0.5, "episodes": 4}
+    assert figures == {"relay_rate": 0.5, "expression_rate": 0.5, "answer_rate": 0.25,
+                       "success_rate": 0.5, "episodes": 4}  # fmt: skip
 
 
 def test_aggregate_table_and_plot(credit_chain, tmp_path: Path) -> None:
+    def row(update: int, r: float) -> dict:
+        return {"update": update, "relay_rate": r, "expression_rate": r, "answer_rate": 0.0,
+                "success_rate": r}  # fmt: skip
+
     runs = {
         f"marft-s{seed}": {
             "variant": "marft",
-            "train": [{"update": 1, "relay_rate": r, "answer_rate": 0.0, "success_rate": r}],
-            "eval": [
-                {"update": 0, "relay_rate": 0.1, "answer_rate": 0.0, "success_rate": 0.0},
-                {"update": 1, "relay_rate": r, "answer_rate": 0.0, "success_rate": r},
-            ],
-        }  # fmt: skip
+            "train": [row(1, r)],
+            "eval": [row(0, 0.1), row(1, r)],
+        }
         for seed, r in ((0, 0.2), (1, 0.4), (2, 0.6))
     }
     summary = credit_chain.summarize(runs, ["marft", "ippo"])

@@ -156,3 +156,20 @@ def test_warmstart_flags_and_manifest() -> None:
     )
     assert info["relay_weight"] == 0.5 and info["multi_round_weight"] == 0.5
     assert [d.get("horizon", 1) for d in info["data"]] == [1, 2, 1]
+
+
+def test_fine_tune_continues_a_model_deterministically() -> None:
+    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
+
+    def tuned(seed: int):
+        cfg = tiny_config(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                          num_attention_heads=2, num_key_value_heads=2)  # fmt: skip
+        model = build_tiny_model(seed=0, config=cfg)
+        info = warmstart.fine_tune(model, [(warmstart.relay_mixture(), 1.0)], 2, 4, seed=seed)
+        return model, info
+
+    (a, info), (b, _), (c, _) = tuned(0), tuned(0), tuned(1)
+    assert warmstart.same_weights(a, b) and not warmstart.same_weights(a, c)
+    assert info["steps"] == 2 and info["data"][0]["envs"] == ["relay-2agent", "relay-3agent"]
+    with pytest.raises(ValueError, match="fine_tune needs steps >= 0"):
+        warmstart.fine_tune(a, [(warmstart.relay_mixture(), 1.0)], steps=-1)

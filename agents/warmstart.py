@@ -10,21 +10,23 @@ to 40, plus some up to 99), written by the noisy teacher of
 (``gold + 1``) 50%, noise otherwise, answers boxed 95% of the time, the work
 shown first (``03+09=13 \\boxed{13}``: operands restated with two digits each).
 
-So the warm-started model formats almost every answer and does the arithmetic,
-but greedy decoding follows the slip while sampling often finds the right
-value: its greedy correctness sits far below its pass@8, and RL has a
-learnable signal (avoid the slip) that carries over to unseen problems.
+So the warm-started model formats almost every answer and mostly does the
+arithmetic, but greedy decoding often follows the slip while sampling finds
+the right value: its greedy correctness sits far below its pass@8 (shipped
+checkpoint, 200 held-out prompts: greedy 29.0%, pass@8 77.5%), and RL has a
+signal (avoid the slip) that carries over to unseen problems.
 
 ``--code-weight 0.2`` mixes in the procedural code family (train split,
 ``code-1agent`` .. ``code-3agent``) written by the code teacher; the shipped
-checkpoint is math-only (``code_weight`` 0).
+checkpoint has no code (``code_weight`` 0).
 
 ``--relay-weight W`` makes a share ``W`` of the episodes relay episodes
 (``relay-2agent``, ``relay-3agent``, played on the real env by the relay
 teacher: the reader passes the problem on only 30% of the time), and
 ``--multi-round-weight M`` plays a share ``M`` of the math episodes with
 horizon 2 on the real env (a wrong first round is followed by a retry round
-that sees the env's feedback). Both default to 0 (see ``DEFAULTS``).
+that sees the env's feedback). The shipped checkpoint uses 0.1 and 0.15 (see
+``DEFAULTS``).
 
 Run ``python -m flexmg.agents.warmstart`` to rebuild ``agents/assets/tiny/``
 (``--check`` rebuilds in memory and compares with the shipped weights).
@@ -71,7 +73,7 @@ DEFAULTS: dict[str, Any] = {
     "batch_size": 64,
     "lr": 3e-3,
     "warmup": 100,
-    # The shipped checkpoint is math-only: a code mix (e.g. 0.2) is supported but was not
+    # The shipped checkpoint has no code: a code mix (e.g. 0.2) is supported but was not
     # trained for lack of CPU time (see default_mixtures and the code teacher).
     "code_weight": 0.0,
     # Share of relay episodes (relay teacher on the real relay envs) in the warm-start data.

@@ -149,6 +149,11 @@ class MathTeacher(NoisyTeacherRates):
     show_work: bool = True
 
     @staticmethod
+    def number(value: str) -> str:
+        """The number of a value, after its work: ``"03+09=12"`` -> ``"12"``."""
+        return value.rpartition("=")[2]
+
+    @staticmethod
     def slip(answer: str) -> str:
         """The systematic wrong answer: the gold value plus one."""
         try:
@@ -196,11 +201,10 @@ class MathTeacher(NoisyTeacherRates):
 
     def render(self, value: str, rng: random.Random) -> str:
         """The work, then the number boxed (well-formed) with probability ``p_format``, else bare."""
-        work, _, number = value.rpartition("=")
         if rng.random() >= self.p_format:
             return value
-        boxed = "\\boxed{" + number + "}"
-        return f"{work}={number} {boxed}" if work else boxed
+        boxed = "\\boxed{" + self.number(value) + "}"
+        return f"{value} {boxed}" if "=" in value else boxed
 
     def episode_actor(self, task: Task, rng: random.Random) -> EpisodeActor:
         """An actor for one episode on the real env (see :class:`MathRoundsActor`)."""
@@ -274,7 +278,7 @@ class MathRoundsActor:
 
     def new_round(self, round_index: int) -> None:
         """Start ``round_index``: the previous round's graded value, if wrong, is remembered."""
-        number = None if self.last is None else self.last.rpartition("=")[2]  # after the work
+        number = None if self.last is None else MathTeacher.number(self.last)
         if number is not None and number != self.task.answer.strip():
             self.wrong.add(number)
         self.round, self.last = round_index, None

@@ -140,6 +140,19 @@ def workflow_roles(env_id: str) -> tuple[str, ...]:
         env.close()
 
 
+def _source_names(sources: Sequence[Any]) -> list[str]:
+    """``name/difficulty`` of each task source (for ``warmstart.json``)."""
+    return [
+        getattr(s, "name", type(s).__name__) + f"/{getattr(s, 'difficulty', '')}" for s in sources
+    ]
+
+
+def _draw_task(sources: Sequence[Any], weights: Sequence[float], rng: random.Random) -> Any:
+    """One training task: a weighted source, then a random item of it."""
+    source = rng.choices(sources, weights)[0]
+    return source.get(rng.randrange(1 << 30))
+
+
 class _Mixture:
     """Draws (task, roles) from weighted task sources and weighted workflows."""
 
@@ -157,8 +170,7 @@ class _Mixture:
         """JSON-friendly description of the data (stored in ``warmstart.json``)."""
         describe = getattr(self.teacher, "describe", None)
         return {
-            "sources": [getattr(s, "name", type(s).__name__) + f"/{getattr(s, 'difficulty', '')}"
-                        for s in self.sources],
+            "sources": _source_names(self.sources),
             "source_weights": list(self.source_weights),
             "workflows": [list(w) for w in self.workflows],
             "workflow_weights": list(self.workflow_weights),
@@ -166,8 +178,7 @@ class _Mixture:
         }  # fmt: skip
 
     def pairs(self, rng: random.Random) -> list[tuple[str, str]]:
-        source = rng.choices(self.sources, self.source_weights)[0]
-        task = source.get(rng.randrange(1 << 30))
+        task = _draw_task(self.sources, self.source_weights, rng)
         roles = rng.choices(self.workflows, self.workflow_weights)[0]
         return teacher_episode(task, roles, self.teacher, rng)
 
@@ -198,8 +209,7 @@ class _EnvMixture:
         """JSON-friendly description of the data (stored in ``warmstart.json``)."""
         describe = getattr(self.teacher, "describe", None)
         return {
-            "sources": [getattr(s, "name", type(s).__name__) + f"/{getattr(s, 'difficulty', '')}"
-                        for s in self.sources],
+            "sources": _source_names(self.sources),
             "source_weights": list(self.source_weights),
             "envs": list(self.env_ids),
             "env_weights": list(self.env_weights),
@@ -209,8 +219,7 @@ class _EnvMixture:
         }  # fmt: skip
 
     def pairs(self, rng: random.Random) -> list[tuple[str, str]]:
-        source = rng.choices(self.sources, self.source_weights)[0]
-        task = source.get(rng.randrange(1 << 30))
+        task = _draw_task(self.sources, self.source_weights, rng)
         env_id = rng.choices(self.env_ids, self.env_weights)[0]
         return env_episode(self.envs[env_id], task, self.teacher, rng)
 
@@ -237,11 +246,8 @@ def multi_round_mixture(
 
 def math_mixture(teacher: Teacher | None = None) -> _Mixture:
     """The math part of the warm-start data (train split only)."""
-    from flexmg.envs.math import make_math_source
-
-    sources = [(make_math_source(spec, split="train"), w) for spec, w in MATH_TASKS]
     workflows = [(workflow_roles(env_id), w) for env_id, w in MATH_WORKFLOWS]
-    return _Mixture(sources, workflows, teacher or MathTeacher())
+    return _Mixture(_math_sources(), workflows, teacher or MathTeacher())
 
 
 def code_mixture(teacher: Teacher | None = None) -> _Mixture:

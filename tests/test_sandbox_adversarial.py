@@ -598,6 +598,20 @@ def test_a_killed_judge_server_is_replaced(sb: Sandbox, backend: str) -> None:
     _clean_after(sb)
     after = _judge_pid(sb, True)
     assert after != before  # a new judge server took over, and judges correctly
+    assert _judge_pid(sb, True) == after  # the very next run: it serves from then on
+
+
+def test_the_run_after_the_judge_server_dies_has_a_new_one(sb: Sandbox, backend: str) -> None:
+    """An agent's run kills only the judge server; the next trusted run is served
+    by its replacement, not by a one-off judge."""
+    _isolating(backend)
+    before = _judge_pid(sb, True)
+    code = f"import os, signal\nos.kill({before}, signal.SIGKILL)\ndef sq(x):\n    return x * x\n"
+    rep = sb.run_tests(code, ["assert sq(3) == 9"], trusted_tests=False)
+    assert rep.all_passed, rep
+    after = _judge_pid(sb, True)
+    assert after != before
+    assert _judge_pid(sb, True) == after
 
 
 def test_a_stopped_judge_server_is_resumed(sb: Sandbox, backend: str) -> None:

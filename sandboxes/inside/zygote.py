@@ -683,11 +683,21 @@ class Zygote:
         return res
 
     def _after_run(self) -> None:
-        """Kill the run's processes, remove its files, check the judge server."""
+        """Kill the run's processes, remove its files, check the judge server.
+
+        When the judge server is gone, a spare requested without one is dropped,
+        so the next request brings a new server and the next trusted run uses it.
+        """
         self._kill_everything()
         self._clean_files()
         if self.server is not None and self.server["pid"] and not self._intact(self.server["pid"]):
             self._drop_server()
+        if (
+            self.server is None
+            and self.spare is not None
+            and "judge-server" not in self.spare.roles
+        ):
+            self._drop_spare()
             self._kill_everything()
 
     @staticmethod

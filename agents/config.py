@@ -123,7 +123,7 @@ class TrainConfig(Settings):
         check=_at_least(1),
     )
     eval_episodes: int = setting(
-        200,
+        400,
         "episodes per held-out eval (greedy decoding, split eval)",
         flag="--eval-episodes",
         check=_at_least(0),

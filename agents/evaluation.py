@@ -29,7 +29,8 @@ from flexmg.metrics import prompt_intervals, summarize_episodes
 def evaluation_record(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The evaluation's figures: :func:`flexmg.metrics.summarize_episodes` with intervals.
 
-    Returns ``episodes``, ``prompts`` (distinct ``task_id``), ``team_reward``,
+    Returns ``episodes``, ``prompts`` (distinct ``task_id``), ``team_reward`` (and
+    its ``team_reward_ci``),
     ``rounds`` (= ``mean_rounds``: rounds played per episode), ``success_rate``, ``format_rate``, ``correct_rate`` (team =
     graded role) and their ``*_ci`` (:func:`flexmg.metrics.prompt_intervals`),
     ``per_role`` (``success``, ``format``, ``correct``, ``truncated``) and
@@ -41,6 +42,7 @@ def evaluation_record(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "episodes": s["episodes"],
         "prompts": s["prompts"],
         "team_reward": s["team_reward"],
+        "team_reward_ci": ci["team_reward"],
         "rounds": s["rounds"],
         "mean_rounds": s["mean_rounds"],
     }

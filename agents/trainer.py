@@ -11,6 +11,7 @@ on a flexmg env and writes a run folder::
     checkpoints/         step_<update>.ckpt (adapters, value heads, optimizers, RNG, counters)
     summary.json         eval_start/eval_end (held-out team success), correct_*, format_*,
                          mean_rounds_start/_end (held-out rounds played per episode),
+                         reward_start/_end (mean team reward: a code team's test score),
                          eval_prompts, 95% bootstrap CIs over prompts, seed, updates, wall_seconds
 
 Everything random is seeded from ``(seed, update)``: the rollout env seeds, the
@@ -57,12 +58,27 @@ CKPT_FORMAT = 1
 # Defaults of the policy and PPO for the tiny model on CPU (the main job). The MARFT
 # reference hyperparameters (lr 1e-6, 512 new tokens) are for 7B models.
 TINY_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 1.0, "max_new_tokens": 24}
+# Tokens per action of the tiny model (one per character) by env family (the env id's
+# first part): a worked math answer (``03+09=12 \boxed{12}``) fits in 24 tokens; a fenced
+# procedural-code solution takes up to about 70.
+TINY_MAX_NEW_TOKENS: dict[str, int] = {"code": 80}
 TINY_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-3, "lr_critic": 1e-3}
 # Starting points for real Hugging Face LLMs (``--model NAME``); flags override them.
 # Sampling is temperature only (no top-k/top-p: see docs/marft.md); micro-batches of 8
 # rows keep one update at 128 episodes x 512 tokens in bounded memory.
 LLM_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 0.5, "max_new_tokens": 512, "micro_batch": 8}
 LLM_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-5, "lr_critic": 5e-5}
+
+
+def tiny_policy_defaults(env_id: str) -> dict[str, Any]:
+    """Policy defaults of the tiny model on ``env_id`` (flags override them).
+
+    >>> tiny_policy_defaults("code-2agent")["max_new_tokens"], tiny_policy_defaults("math-2agent")["max_new_tokens"]
+    (80, 24)
+    """
+    family = env_id.split("-", 1)[0]
+    budget = TINY_MAX_NEW_TOKENS.get(family, TINY_POLICY_DEFAULTS["max_new_tokens"])
+    return {**TINY_POLICY_DEFAULTS, "max_new_tokens": budget}
 
 
 def derive_seed(*parts: int) -> int:
@@ -109,7 +125,7 @@ class Trainer:
         config.run_dir = str(self.run_dir)
         self.roles = env_roles(config.env, config.env_kwargs)
         tiny = config.policy.get("model", "tiny") == "tiny"
-        policy_defaults = TINY_POLICY_DEFAULTS if tiny else LLM_POLICY_DEFAULTS
+        policy_defaults = tiny_policy_defaults(config.env) if tiny else LLM_POLICY_DEFAULTS
         ppo_defaults = TINY_PPO_DEFAULTS if tiny else LLM_PPO_DEFAULTS
         policy_kwargs = {**policy_defaults, "seed": config.seed, **config.policy}
         policy_kwargs["critic"] = self.algorithm.critic
@@ -325,7 +341,8 @@ class Trainer:
         result = self.evaluate()
         result = {"kind": "eval", "update": update, **result, "seconds": time.monotonic() - t0}
         keys = ("success_rate", "correct_rate", "format_rate", "prompts", "success_rate_ci",
-                "correct_rate_ci", "format_rate_ci", "mean_rounds")  # fmt: skip
+                "correct_rate_ci", "format_rate_ci", "mean_rounds", "team_reward",
+                "team_reward_ci")  # fmt: skip
         self.evals.append({"update": update, **{k: result.get(k) for k in keys}})
         logger.log(result)
 
@@ -346,6 +363,7 @@ class Trainer:
             **_start_end(evals, "success_rate", "eval"),
             **_start_end(evals, "correct_rate", "correct"),
             **_start_end(evals, "format_rate", "format"),
+            **_start_end(evals, "team_reward", "reward"),
             "mean_rounds_start": evals[0].get("mean_rounds") if evals else None,
             "mean_rounds_end": evals[-1].get("mean_rounds") if evals else None,
             "eval_best": max((e["success_rate"] for e in evals), default=None),

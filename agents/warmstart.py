@@ -10,10 +10,14 @@ to 40, plus some up to 99), written by the noisy teacher of
 (``gold + 1``) 50%, noise otherwise, answers boxed 95% of the time, the work
 shown first (``03+09=13 \\boxed{13}``: operands restated with two digits each).
 
-So the warm-started model formats almost every answer and mostly does the
-arithmetic, but greedy decoding often follows the slip while sampling finds
-the right value: its greedy correctness sits far below its pass@8 (shipped
-checkpoint, 200 held-out prompts: greedy 29.0%, pass@8 77.5%), and RL has a
+Training has two stages. Stage 1 (``steps``) starts from random weights;
+stage 2 ("sharpen", ``sharpen_steps``) trains more on the same data with a
+second learning-rate cycle. After stage 1 the model formats almost every
+answer, but its arithmetic is imprecise: a third of its held-out greedy
+answers are neither right nor the slip. After stage 2 most greedy answers are
+the right value or the slip, so greedy decoding often follows the slip while
+sampling finds the right value: greedy correctness sits far below pass@8 (the
+figures are in the checkpoint's ``warmstart.json``, ``eval``), and RL has a
 signal (avoid the slip) that carries over to unseen problems.
 
 ``--code-weight 0.2`` mixes in the procedural code family (train split,
@@ -29,7 +33,10 @@ that sees the env's feedback). The shipped checkpoint uses 0.1 and 0.15 (see
 ``DEFAULTS``).
 
 Run ``python -m flexmg.agents.warmstart`` to rebuild ``agents/assets/tiny/``
-(``--check`` rebuilds in memory and compares with the shipped weights).
+(``--check`` rebuilds in memory and compares with the shipped weights; both
+stages take about an hour on one core). ``--from-stage1 FOLDER`` runs stage 2
+only, from a checkpoint built with ``--sharpen-steps 0``: the result is the
+same model, bit for bit.
 
 Example:
     >>> workflow_roles("math-3agent")
@@ -80,6 +87,14 @@ DEFAULTS: dict[str, Any] = {
     "relay_weight": 0.1,
     # Share of the math episodes played with horizon 2 (retry rounds after feedback).
     "multi_round_weight": 0.15,
+    # Stage 2 ("sharpen"): more steps on the same data from stage 1's weights, with a
+    # second warmup + cosine cycle. Stage 1 leaves the arithmetic imprecise (a third of
+    # held-out greedy answers are neither right nor the slip); stage 2 makes the answers
+    # mostly right-or-slip, so the slip is what RL has to unlearn.
+    "sharpen_steps": 0,
+    "sharpen_lr": 1e-3,
+    # Share of procedural code episodes in stage 2 (stage 1 has none: code_weight 0).
+    "sharpen_code_weight": 0.0,
 }
 
 
@@ -102,6 +117,8 @@ MATH_WORKFLOWS: tuple[tuple[str, float], ...] = (
 # The weights after this many steps are hashed into ``warmstart.json`` (``prefix_sha256``),
 # so a test can check the first steps of a rebuild without paying for all of them.
 PREFIX_STEPS = 200
+# Warmup steps of stage 2's learning-rate cycle.
+SHARPEN_WARMUP = 50
 
 
 # The procedural code family (train split) and the code workflows; DEFAULTS["code_weight"]
@@ -331,61 +348,57 @@ def default_mixtures(
     return parts
 
 
-def train(
-    seed: int = 0,
-    steps: int = 4000,
-    batch_size: int = 64,
-    lr: float = 3e-3,
-    warmup: int = 100,
-    code_weight: float = 0.0,
-    relay_weight: float = 0.0,
-    multi_round_weight: float = 0.0,
-    log_every: int = 100,
-    config_overrides: dict[str, Any] | None = None,
-    mixtures: Sequence[tuple[Any, float]] | None = None,
-    progress: bool = False,
-    stop_after: int | None = None,
-) -> tuple[Any, dict[str, Any]]:
-    """Train a fresh tiny model on noisy-teacher transcripts; returns (model, info).
+def _cosine(warmup: int, steps: int) -> Any:
+    """Linear warmup over ``warmup`` steps, then cosine decay to 0 at ``steps``."""
 
-    Deterministic for a given seed: data from ``random.Random(seed)``, torch
-    seeded in a forked RNG, and one intra-op thread during training.
-    ``stop_after`` ends the run after that many of its ``steps`` (same
-    schedule): the model is then the prefix of the full run.
-    ``info["prefix_sha256"]`` hashes the weights after :data:`PREFIX_STEPS`.
-    """
-    tokenizer = build_char_tokenizer()
-    data = (
-        list(mixtures)
-        if mixtures is not None
-        else default_mixtures(code_weight, relay_weight, multi_round_weight)
-    )
-    parts, part_weights = zip(*data, strict=True)
-    rng = random.Random(seed)
-    model = build_tiny_model(seed=seed, config=tiny_config(**(config_overrides or {})))
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
-
-    def schedule(step: int) -> float:
+    def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / warmup
         return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
 
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+    return factor
+
+
+def _fit(
+    model: Any,
+    data: Sequence[tuple[Any, float]],
+    steps: int,
+    batch_size: int,
+    lr: float,
+    rng: random.Random,
+    torch_seed: int,
+    schedule: Any = None,
+    end: int | None = None,
+    log_every: int = 0,
+    progress: bool = False,
+    desc: str = "warm start",
+    after_step: Any = None,
+) -> list[float]:
+    """The supervised loop of every warm-start stage; the per-step losses.
+
+    Loss on action tokens and EOS; AdamW; gradient-norm clip 1; ``schedule``
+    maps a step to an lr factor (None: constant). One intra-op thread and a
+    forked torch RNG seeded with ``torch_seed``: bit-for-bit reproducible.
+    ``end`` stops early on the same schedule; ``after_step(step, model)`` is
+    called after each optimizer step.
+    """
+    tokenizer = build_char_tokenizer()
+    parts, weights = zip(*data, strict=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule or (lambda step: 1.0))
+    end = steps if end is None else min(steps, end)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    start = time.time()
-    losses: list[float] = []
-    end = steps if stop_after is None else min(steps, stop_after)
-    bar = tqdm(total=end, desc="warm start", disable=not progress, file=sys.stderr)
+    start, losses = time.time(), []
     batches: list[list[tuple[str, str]]] = []
-    prefix_sha256 = None
+    bar = tqdm(total=end, desc=desc, disable=not progress, file=sys.stderr)
+    model.train()
     try:
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+            torch.manual_seed(torch_seed)
             for step in range(end):
                 if not batches:
-                    batches = _length_buckets(parts, part_weights, batch_size, rng)
+                    batches = _length_buckets(parts, weights, batch_size, rng)
                 ids, attn, loss_mask = _batch(batches.pop(), tokenizer)
                 logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits
                 logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
@@ -399,19 +412,72 @@ def train(
                 sched.step()
                 losses.append(float(loss.detach()))
                 bar.update(1)
-                if step + 1 == PREFIX_STEPS:
-                    prefix_sha256 = weights_sha256(model)
+                if after_step is not None:
+                    after_step(step, model)
                 if log_every and (step + 1) % log_every == 0:
                     recent = sum(losses[-log_every:]) / log_every
                     bar.set_postfix(loss=f"{recent:.4f}")
                     if not progress:
-                        print(f"step {step + 1}/{steps} loss {recent:.4f} "
+                        print(f"{desc} step {step + 1}/{steps} loss {recent:.4f} "
                               f"({time.time() - start:.0f}s)", file=sys.stderr)  # fmt: skip
     finally:
         bar.close()
         torch.set_num_threads(threads)
-    model.eval()
-    info = {
+        model.eval()
+    return losses
+
+
+def _mean_tail(losses: Sequence[float], n: int = 50) -> float:
+    tail = losses[-n:]
+    return sum(tail) / max(1, len(tail))
+
+
+def train(
+    seed: int = 0,
+    steps: int = 4000,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    warmup: int = 100,
+    code_weight: float = 0.0,
+    relay_weight: float = 0.0,
+    multi_round_weight: float = 0.0,
+    sharpen_steps: int = 0,
+    sharpen_lr: float = 1e-3,
+    sharpen_code_weight: float | None = None,
+    log_every: int = 100,
+    config_overrides: dict[str, Any] | None = None,
+    mixtures: Sequence[tuple[Any, float]] | None = None,
+    progress: bool = False,
+    stop_after: int | None = None,
+    stage1: Any = None,
+) -> tuple[Any, dict[str, Any]]:
+    """Train a fresh tiny model on noisy-teacher transcripts; returns (model, info).
+
+    Stage 1 trains ``steps`` steps from random weights (warmup, then cosine
+    decay). Stage 2 ("sharpen") trains ``sharpen_steps`` more with a second
+    cycle (``sharpen_lr``, warmup ``SHARPEN_WARMUP``) on the same data, except
+    that ``sharpen_code_weight`` (None: ``code_weight``) is its share of code
+    episodes; its data come from ``random.Random(seed + 1)``. Passing ``stage1`` (a model holding
+    stage 1's weights, e.g. a checkpoint built without stage 2) skips stage 1.
+
+    Deterministic for a given seed: data from ``random.Random(seed)``, torch
+    seeded in a forked RNG, and one intra-op thread during training.
+    ``stop_after`` ends the run after that many of stage 1's ``steps`` (same
+    schedule): the model is then the prefix of the full run, and stage 2 is
+    skipped. ``info["prefix_sha256"]`` hashes the weights after
+    :data:`PREFIX_STEPS`; ``info["stage1_sha256"]`` those after stage 1.
+    """
+    data = (
+        list(mixtures)
+        if mixtures is not None
+        else default_mixtures(code_weight, relay_weight, multi_round_weight)
+    )
+    if sharpen_code_weight is None or mixtures is not None:
+        sharpen_data = data
+    else:
+        sharpen_data = default_mixtures(sharpen_code_weight, relay_weight, multi_round_weight)
+    start = time.time()
+    info: dict[str, Any] = {
         "seed": seed,
         "steps": steps,
         "batch_size": batch_size,
@@ -420,14 +486,46 @@ def train(
         "code_weight": code_weight,
         "relay_weight": relay_weight,
         "multi_round_weight": multi_round_weight,
+        "sharpen_steps": sharpen_steps,
+        "sharpen_lr": sharpen_lr,
+        "sharpen_warmup": SHARPEN_WARMUP,
+        "sharpen_code_weight": sharpen_code_weight,
         "data": [{**part.describe(), "weight": w} for part, w in data],
-        "final_loss": sum(losses[-50:]) / max(1, len(losses[-50:])),
+        "sharpen_data": [{**part.describe(), "weight": w} for part, w in sharpen_data],
         "prefix_steps": PREFIX_STEPS,
-        "prefix_sha256": prefix_sha256,
-        "train_seconds": round(time.time() - start, 1),
-        "parameters": count_parameters(model),
         "config_overrides": dict(config_overrides or {}),
     }
+    if stage1 is None:
+        model = build_tiny_model(seed=seed, config=tiny_config(**(config_overrides or {})))
+        prefix: dict[str, str] = {}
+
+        def hash_prefix(step: int, trained: Any) -> None:
+            if step + 1 == PREFIX_STEPS:
+                prefix["sha256"] = weights_sha256(trained)
+
+        losses = _fit(
+            model, data, steps, batch_size, lr, random.Random(seed), seed,
+            schedule=_cosine(warmup, steps), end=stop_after, log_every=log_every,
+            progress=progress, desc="warm start", after_step=hash_prefix,
+        )  # fmt: skip
+        info["prefix_sha256"] = prefix.get("sha256")
+        info["stage1_final_loss"] = _mean_tail(losses)
+        if stop_after is not None and stop_after < steps:
+            sharpen_steps = 0
+    else:
+        model = stage1
+        info["stage1_from"] = "a given stage-1 model"
+    info["stage1_sha256"] = weights_sha256(model)
+    info["final_loss"] = info.get("stage1_final_loss")
+    if sharpen_steps > 0:
+        losses = _fit(
+            model, sharpen_data, sharpen_steps, batch_size, sharpen_lr, random.Random(seed + 1),
+            seed + 1, schedule=_cosine(SHARPEN_WARMUP, sharpen_steps), log_every=log_every,
+            progress=progress, desc="sharpen",
+        )  # fmt: skip
+        info["final_loss"] = _mean_tail(losses)
+    info["train_seconds"] = round(time.time() - start, 1)
+    info["parameters"] = count_parameters(model)
     return model, info
 
 
@@ -452,40 +550,17 @@ def fine_tune(
             f"fine_tune needs steps >= 0, batch_size >= 1 and lr > 0, got {steps}, "
             f"{batch_size}, {lr}"
         )
-    tokenizer = build_char_tokenizer()
-    parts, weights = zip(*mixtures, strict=True)
-    rng = random.Random(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    start, losses = time.time(), []
-    batches: list[list[tuple[str, str]]] = []
-    model.train()
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            for _ in tqdm(range(steps), desc="fine-tune", disable=not progress, file=sys.stderr):
-                if not batches:
-                    batches = _length_buckets(parts, weights, batch_size, rng)
-                ids, attn, loss_mask = _batch(batches.pop(), tokenizer)
-                logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits
-                logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-                nll = -logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-                loss = (nll * loss_mask[:, 1:]).sum() / loss_mask[:, 1:].sum()
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-                losses.append(float(loss.detach()))
-    finally:
-        torch.set_num_threads(threads)
-        model.eval()
+    start = time.time()
+    losses = _fit(
+        model, mixtures, steps, batch_size, lr, random.Random(seed), seed,
+        progress=progress, desc="fine-tune",
+    )  # fmt: skip
     return {
         "steps": steps,
         "batch_size": batch_size,
         "lr": lr,
         "seed": seed,
-        "final_loss": sum(losses[-20:]) / max(1, len(losses[-20:])),
+        "final_loss": _mean_tail(losses, 20),
         "train_seconds": round(time.time() - start, 1),
         "data": [{**part.describe(), "weight": w} for part, w in mixtures],
     }
@@ -557,11 +632,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="rebuild in memory and compare with the checkpoint in --out")  # fmt: skip
     parser.add_argument("--no-eval", action="store_true", help="skip the held-out measurement")
     parser.add_argument("--no-progress", action="store_true", help="log lines, no progress bar")
+    parser.add_argument("--from-stage1", type=Path, default=None, metavar="FOLDER",
+                        help="skip stage 1: start stage 2 from the weights in FOLDER (a "
+                        "checkpoint of the same settings with --sharpen-steps 0)")  # fmt: skip
     for key, value in DEFAULTS.items():
         parser.add_argument(f"--{key.replace('_', '-')}", type=type(value), default=value)
     args = parser.parse_args(argv)
     kwargs = {k: getattr(args, k) for k in DEFAULTS}
-    model, info = train(**kwargs, progress=not args.no_progress)
+    stage1 = None
+    if args.from_stage1 is not None:
+        from flexmg.agents.tiny_model import load_tiny
+
+        stage1, _ = load_tiny(args.from_stage1)
+    model, info = train(**kwargs, progress=not args.no_progress, stage1=stage1)
+    if stage1 is not None:
+        info["stage1_from"] = str(args.from_stage1)
+        manifest = args.from_stage1 / "warmstart.json"
+        if manifest.exists():  # stage 1's own record: its prefix hash, loss and time
+            earlier = json.loads(manifest.read_text())
+            info["prefix_sha256"] = earlier.get("prefix_sha256")
+            info["stage1_final_loss"] = earlier.get("final_loss")
+            info["stage1_train_seconds"] = earlier.get("train_seconds")
     if args.check:
         from flexmg.agents.tiny_model import load_tiny
 

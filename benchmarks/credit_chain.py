@@ -58,11 +58,19 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 FIGURES = ("relay_rate", "expression_rate", "answer_rate", "success_rate")
 _EXPRESSION = re.compile(r"\d+\s*[-+*/×÷]\s*\d+")  # "a op b": the shape of a relayed problem
-# Policy and PPO settings of the tiny model (the trainer's tiny defaults, spelled out
-# because every run starts from a model folder, which the trainer would treat as an LLM).
-TINY_POLICY = {"prompt_style": "compact", "temperature": 1.0, "max_new_tokens": 16,
-               "micro_batch": 0}  # fmt: skip
-TINY_PPO = {"lr_actor": 1e-3, "lr_critic": 1e-3}
+
+
+def tiny_settings(env_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Policy and PPO settings of the tiny model on ``env_id``: the trainer's tiny defaults,
+    passed explicitly because every run starts from a model folder, which the trainer
+    would treat as an LLM (an earlier hand-copied 16-token budget cut the solver's worked
+    answers short)."""
+    from flexmg.agents.trainer import TINY_PPO_DEFAULTS, tiny_policy_defaults
+
+    policy = {"prompt_style": "compact", "micro_batch": 0, **tiny_policy_defaults(env_id)}
+    return policy, dict(TINY_PPO_DEFAULTS)
+
+
 RELAY_FINE_TUNE_LR = 2e-3  # constant learning rate of the in-script relay fine-tune
 
 
@@ -152,12 +160,13 @@ def train_run(variant: str, seed: int, args: argparse.Namespace, model: str) -> 
     from flexmg.agents.trainer import TrainConfig, Trainer
 
     algo, ppo = VARIANTS[variant]
-    ppo = {**TINY_PPO, **{k: args.agent_interval if v is None else v for k, v in ppo.items()}}
+    tiny_policy, tiny_ppo = tiny_settings(args.env)
+    ppo = {**tiny_ppo, **{k: args.agent_interval if v is None else v for k, v in ppo.items()}}
     config = TrainConfig(
         env=args.env, algo=algo, seed=seed, updates=args.updates,
         episodes_per_update=args.episodes_per_update, eval_episodes=args.eval_episodes,
         run_dir=str(args.out / "runs" / f"{variant}-s{seed}"), progress=False,
-        policy={**TINY_POLICY, "model": model}, ppo=ppo,
+        policy={**tiny_policy, "model": model}, ppo=ppo,
     )  # fmt: skip
     trainer = Trainer(config)
     train_vec = flexmg.make_vec(args.env, num_envs=args.episodes_per_update, split="train")

@@ -7,6 +7,10 @@ distinct held-out prompts), the mean rounds played per held-out episode, the
 success gain and the wall time, then mean and spread, and writes them to
 ``<out>/learning_curve_summary.json``.
 
+``--preset code`` trains the code team (``code-2agent``: coder -> reviewer on the
+procedural code family, graded by hidden tests in the real sandbox); its
+``reward`` column is the mean hidden-test score.
+
 ``--preset multi-round`` is the same job with two rounds (``--horizon 2``): a
 team whose first answer is wrong sees the env's feedback ("The final answer
 X is incorrect. Try again.") and the first round, and answers again. Mean
@@ -38,6 +42,7 @@ from flexmg.io import atomic_write_text
 PRESETS: dict[str, tuple[str, list[str]]] = {
     "default": ("math-2agent", []),
     "multi-round": ("math-2agent", ["--horizon", "2"]),
+    "code": ("code-2agent", []),
 }
 
 
@@ -71,14 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     args.extra = [*preset_flags, *args.extra]
     out = args.out or Path(tempfile.mkdtemp(prefix="flexmg-learning-curve-"))
     out.mkdir(parents=True, exist_ok=True)
-    print(f"{'seed':>4} {'success':>13} {'correct':>13} {'format':>13} {'rounds':>11} "
-          f"{'prompts':>7} {'gain':>7} {'wall_s':>7}  run")  # fmt: skip
+    print(f"{'seed':>4} {'success':>13} {'correct':>13} {'format':>13} {'reward':>13} "
+          f"{'rounds':>11} {'prompts':>7} {'gain':>7} {'wall_s':>7}  run")  # fmt: skip
     rows = []
     for seed in args.seeds:
         s = run_seed(seed, args.algo, args.env, out, args.extra)
         gain = s["eval_end"] - s["eval_start"]
         keys = ("eval_start", "eval_end", "correct_start", "correct_end", "format_start",
-                "format_end", "mean_rounds_start", "mean_rounds_end", "eval_prompts",
+                "format_end", "reward_start", "reward_end", "mean_rounds_start",
+                "mean_rounds_end", "eval_prompts", "eval_start_ci", "eval_end_ci",
+                "correct_start_ci", "correct_end_ci", "reward_start_ci", "reward_end_ci",
                 "wall_seconds", "process_seconds", "run_dir")  # fmt: skip
         rows.append({"seed": seed, "gain": gain, **{k: s.get(k) for k in keys}})
 
@@ -87,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             return "n/a" if start is None else f"{start:.{digits}f}->{end:.{digits}f}"
 
         print(f"{seed:>4} {pair('eval'):>13} {pair('correct'):>13} {pair('format'):>13} "
-              f"{pair('mean_rounds', digits=2):>11} {s.get('eval_prompts') or 0:>7} "
+              f"{pair('reward'):>13} {pair('mean_rounds', digits=2):>11} {s.get('eval_prompts') or 0:>7} "
               f"{gain:>+7.3f} {s['process_seconds']:>7.1f}  {s['run_dir']}", flush=True)  # fmt: skip
 
     def stats(key: str) -> tuple[float, float]:
@@ -95,11 +102,13 @@ def main(argv: list[str] | None = None) -> int:
         return statistics.fmean(vals), statistics.pstdev(vals) if len(vals) > 1 else 0.0
 
     print("-" * 60)
-    for key in ("eval_start", "eval_end", "gain", "mean_rounds_end", "process_seconds"):
+    for key in ("eval_start", "eval_end", "gain", "correct_start", "correct_end",
+                "reward_start", "reward_end", "mean_rounds_end", "process_seconds"):  # fmt: skip
         mean, sd = stats(key)
         lo, hi = min(float(r[key] or 0.0) for r in rows), max(float(r[key] or 0.0) for r in rows)
         print(f"{key:>15}: mean {mean:.3f}  sd {sd:.3f}  min {lo:.3f}  max {hi:.3f}")
-    figures = ("eval_start", "eval_end", "gain", "mean_rounds_start", "mean_rounds_end")
+    figures = ("eval_start", "eval_end", "gain", "correct_start", "correct_end", "reward_start",
+               "reward_end", "mean_rounds_start", "mean_rounds_end")  # fmt: skip
     result = {"algo": args.algo, "env": args.env, "preset": args.preset, "extra": args.extra,
               "cpus": os.cpu_count(), "runs": rows, "mean": {k: stats(k)[0] for k in figures},
               "sd": {k: stats(k)[1] for k in figures}}  # fmt: skip

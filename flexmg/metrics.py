@@ -293,18 +293,25 @@ def summarize_episodes(metrics: Iterable[Mapping[str, Any]]) -> EpisodeSummary:
 
 
 def prompt_intervals(metrics: Iterable[Mapping[str, Any]]) -> dict[str, list[float] | None]:
-    """95% bootstrap intervals of the team's success, format and correct rates over prompts.
+    """95% bootstrap intervals of the team's rates and mean reward over prompts.
 
     Greedy outcomes are fixed per prompt, so the prompts (:func:`prompt_key`), not the
     episodes, are resampled. Keys ``success_rate``, ``format_rate``,
-    ``correct_rate``; ``None`` with fewer than two prompts.
+    ``correct_rate`` and ``team_reward`` (e.g. a code team's hidden-test score);
+    ``None`` with fewer than two prompts.
 
     >>> prompt_intervals([{"task_id": "t", "success": True}])["success_rate"] is None
     True
     """
-    grouped = _by_prompt(_episodes(metrics))
+    rows = _episodes(metrics)
+    grouped = _by_prompt(rows)
     out: dict[str, list[float] | None] = {}
     for key in _TEAM_KEYS:
         ci = bootstrap_ci(grouped[key])
         out[f"{key}_rate"] = list(ci) if ci else None
+    rewards: dict[str, list[float]] = {}
+    for k, m in enumerate(rows):
+        rewards.setdefault(prompt_key(m, k), []).append(_number(m.get("team_reward")))
+    ci = bootstrap_ci(rewards)
+    out["team_reward"] = list(ci) if ci else None
     return out

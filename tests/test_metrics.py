@@ -63,5 +63,9 @@ def test_prompt_intervals_resample_prompts() -> None:
     assert ci["success_rate"] is not None and ci["success_rate"][0] < 0.5 < ci["success_rate"][1]
     assert ci["format_rate"] == [0.0, 0.0]
     assert prompt_intervals(many[:1]) == dict.fromkeys(
-        ("success_rate", "format_rate", "correct_rate")
+        ("success_rate", "format_rate", "correct_rate", "team_reward")
     )
+    # The mean team reward (a code team's test score) gets its interval too.
+    scored = [{"task_id": f"p{i}", "team_reward": (i % 4) / 4} for i in range(40)]
+    lo, hi = prompt_intervals(scored)["team_reward"]
+    assert lo < 0.375 < hi and hi - lo < 0.4

@@ -194,6 +194,34 @@ def test_warmstart_is_deterministic_and_saves_atomically(tmp_path: object) -> No
         load_tiny(tmp_path / "missing")  # type: ignore[operator]
 
 
+def test_sharpen_stage_continues_stage_one_and_can_start_from_its_checkpoint(
+    tmp_path: object,
+) -> None:
+    """Stage 2 changes the weights; starting it from a saved stage-1 checkpoint
+    (``--from-stage1``) gives the same model as the run in one go."""
+    kwargs = {"seed": 3, "steps": 3, "batch_size": 8, "log_every": 0}
+    stage1, info1 = warmstart.train(**kwargs)
+    whole, info = warmstart.train(**kwargs, sharpen_steps=2)
+    assert not warmstart.same_weights(stage1, whole)
+    assert info["stage1_sha256"] == info1["stage1_sha256"] == warmstart.weights_sha256(stage1)
+    assert info["sharpen_steps"] == 2 and info["prefix_sha256"] == info1["prefix_sha256"]
+    folder = tmp_path / "stage1"  # type: ignore[operator]
+    warmstart.save(stage1, info1, folder)
+    out = tmp_path / "whole"  # type: ignore[operator]
+    argv = ["--out", str(out), "--from-stage1", str(folder), "--no-eval", "--no-progress"]
+    argv += ["--seed", "3", "--steps", "3", "--batch-size", "8", "--sharpen-steps", "2"]
+    argv += ["--relay-weight", "0", "--multi-round-weight", "0"]  # train()'s defaults
+    assert warmstart.main(argv) == 0
+    rebuilt, _ = load_tiny(out)
+    assert warmstart.same_weights(rebuilt, whole)
+    manifest = json.loads((out / "warmstart.json").read_text())
+    assert manifest["stage1_sha256"] == info1["stage1_sha256"]
+    assert manifest["prefix_sha256"] == info1["prefix_sha256"]  # carried from stage 1's record
+    # A prefix run stops inside stage 1 and never sharpens.
+    prefix, info_p = warmstart.train(**kwargs, sharpen_steps=2, stop_after=2)
+    assert info_p["final_loss"] == info_p["stage1_final_loss"]
+
+
 def _shipped() -> tuple[object, object]:
     if not (TINY_ASSET_DIR / "model.safetensors").is_file():
         pytest.fail(f"the warm-started tiny model is missing from {TINY_ASSET_DIR}")
@@ -242,8 +270,9 @@ def test_default_policy_and_llm_agent_on_the_tiny_model() -> None:
 def test_warmstart_reproduces_the_shipped_checkpoint_prefix_exactly() -> None:
     """`python -m flexmg.agents.warmstart` (defaults) retraces the shipped run bit for bit.
 
-    The whole rebuild takes about 15 minutes on one core (``--check`` runs it);
-    CI checks its first ``PREFIX_STEPS`` steps against the hash in ``warmstart.json``.
+    The whole rebuild (both stages) takes over an hour on one core (``--check`` runs
+    it); CI checks the first ``PREFIX_STEPS`` steps of stage 1 against the hash in
+    ``warmstart.json``.
     """
     _shipped()
     manifest = json.loads((TINY_ASSET_DIR / "warmstart.json").read_text())

@@ -157,8 +157,10 @@ def test_a_run_folder_of_the_old_code_resumes_to_the_same_records(small_model, t
     got = read_metrics(run)
     assert [(r["kind"], r["update"]) for r in got] == [(r["kind"], r["update"]) for r in expected]
     for mine, theirs in zip(_strip(got), _strip(expected), strict=True):
-        # Records only gain keys (actions and generated_tokens per update, mean_rounds).
-        assert mine.keys() - theirs.keys() <= {"actions", "generated_tokens", "mean_rounds"}
+        # Records only gain keys (actions and generated_tokens per update, mean_rounds,
+        # the interval of the team reward).
+        gained = {"actions", "generated_tokens", "mean_rounds", "team_reward_ci"}
+        assert mine.keys() - theirs.keys() <= gained
         assert theirs.keys() <= mine.keys()
         for key, value in theirs.items():  # floats up to the CPU's rounding, the rest exactly
             if isinstance(value, float):

@@ -91,10 +91,10 @@ DEFAULTS: dict[str, Any] = {
     # second warmup + cosine cycle. Stage 1 leaves the arithmetic imprecise (a third of
     # held-out greedy answers are neither right nor the slip); stage 2 makes the answers
     # mostly right-or-slip, so the slip is what RL has to unlearn.
-    "sharpen_steps": 0,
+    "sharpen_steps": 3000,
     "sharpen_lr": 1e-3,
     # Share of procedural code episodes in stage 2 (stage 1 has none: code_weight 0).
-    "sharpen_code_weight": 0.0,
+    "sharpen_code_weight": 0.35,
 }
 
 
@@ -570,11 +570,16 @@ def measure(
     model: Any, env_id: str = "math-2agent", prompts: int = 200, k: int = 8, seed: int = 0,
     env_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """Step-0 held-out figures of ``model`` on ``env_id``: greedy rates and pass@k (95% CIs)."""
+    """Step-0 held-out figures of ``model`` on ``env_id``: greedy rates and pass@k (95% CIs).
+
+    Actions get the trainer's tiny-model token budget for the env.
+    """
     from flexmg.agents.pass_at_k import ModelActor
     from flexmg.agents.pass_at_k import measure as measure_pass_at_k
+    from flexmg.agents.trainer import tiny_policy_defaults
 
-    actor = ModelActor(model, build_char_tokenizer(), seed=seed)
+    budget = tiny_policy_defaults(env_id)["max_new_tokens"]
+    actor = ModelActor(model, build_char_tokenizer(), max_new_tokens=budget, seed=seed)
     return measure_pass_at_k(env_id, actor, prompts=prompts, k=k, seed=seed, env_kwargs=env_kwargs)
 
 
@@ -663,6 +668,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_eval:
         info["eval"] = measure(model, seed=args.seed)
         print(json.dumps(info["eval"], indent=1))
+        if max(args.code_weight, args.sharpen_code_weight) > 0:
+            info["eval_code"] = measure(model, "code-2agent", seed=args.seed)
+            print(json.dumps(info["eval_code"], indent=1))
     save(model, info, args.out)
     print(f"wrote {args.out}")
     return 0

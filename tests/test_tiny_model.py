@@ -210,13 +210,18 @@ def test_sharpen_stage_continues_stage_one_and_can_start_from_its_checkpoint(
     out = tmp_path / "whole"  # type: ignore[operator]
     argv = ["--out", str(out), "--from-stage1", str(folder), "--no-eval", "--no-progress"]
     argv += ["--seed", "3", "--steps", "3", "--batch-size", "8", "--sharpen-steps", "2"]
-    argv += ["--relay-weight", "0", "--multi-round-weight", "0"]  # train()'s defaults
+    argv += ["--relay-weight", "0", "--multi-round-weight", "0", "--sharpen-code-weight", "0"]
     assert warmstart.main(argv) == 0
     rebuilt, _ = load_tiny(out)
     assert warmstart.same_weights(rebuilt, whole)
     manifest = json.loads((out / "warmstart.json").read_text())
     assert manifest["stage1_sha256"] == info1["stage1_sha256"]
     assert manifest["prefix_sha256"] == info1["prefix_sha256"]  # carried from stage 1's record
+    # A code share in stage 2 only: stage 1's data are unchanged.
+    coded, info_c = warmstart.train(**kwargs, sharpen_steps=1, sharpen_code_weight=0.5)
+    assert info_c["stage1_sha256"] == info1["stage1_sha256"]
+    assert len(info_c["sharpen_data"]) == len(info_c["data"]) + 1
+    assert "first systematic" in info_c["sharpen_data"][-1]["teacher"]["slip"]
     # A prefix run stops inside stage 1 and never sharpens.
     prefix, info_p = warmstart.train(**kwargs, sharpen_steps=2, stop_after=2)
     assert info_p["final_loss"] == info_p["stage1_final_loss"]

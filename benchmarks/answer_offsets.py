@@ -1,0 +1,134 @@
+"""What a math run learned: the solver's greedy answers as offsets from the right value.
+
+For distinct held-out (and training) prompts of the default arithmetic task, the
+solver role answers greedily in the compact prompt format (``Q:<problem>\\n[solver]:``)
+and each boxed value is classed as **right** (offset 0), the warm-start teacher's
+**slip** (``gold + 1``) or **other** (any other value, or none). Run it on the
+base model (``--base``) and on a run's checkpoint to see whether RL unlearned the
+slip, taught new arithmetic, or neither.
+
+Usage::
+
+    python benchmarks/answer_offsets.py --base                      # the shipped warm start
+    python benchmarks/answer_offsets.py runs/RUN/checkpoints/step_0000030.ckpt
+    python benchmarks/answer_offsets.py CKPT --prompts 500 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+_BOXED = re.compile(r"\\boxed\{(-?\d+)\}")
+
+
+def distinct_tasks(split: str, n: int) -> list[Any]:
+    """The first ``n`` distinct prompts of the default arithmetic task's ``split``."""
+    from flexmg.envs.math import make_math_source
+
+    source = make_math_source({"name": "arithmetic"}, split=split)
+    tasks, seen, index = [], set(), 0
+    while len(tasks) < n and index < 100 * n:
+        task = source.get(index)
+        index += 1
+        if task.prompt not in seen:
+            seen.add(task.prompt)
+            tasks.append(task)
+    return tasks
+
+
+def offsets(model: Any, tokenizer: Any, tasks: list[Any], max_new_tokens: int = 24) -> Counter:
+    """Counter of (answer - gold) over ``tasks`` (``"none"``: no boxed integer)."""
+    import torch
+
+    rows = [
+        [tokenizer.bos_token_id, *tokenizer(f"Q:{t.prompt}\n[solver]:", add_special_tokens=False)[
+            "input_ids"]]
+        for t in tasks
+    ]  # fmt: skip
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), tokenizer.pad_token_id, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r) :] = torch.tensor(r)
+        attn[i, width - len(r) :] = 1
+    with torch.no_grad():
+        out = model.generate(
+            input_ids=ids, attention_mask=attn, do_sample=False, max_new_tokens=max_new_tokens,
+            pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        )  # fmt: skip
+    counts: Counter = Counter()
+    for task, row in zip(tasks, out[:, width:], strict=True):
+        found = _BOXED.search(tokenizer.decode(row, skip_special_tokens=True))
+        counts[int(found.group(1)) - int(task.answer) if found else "none"] += 1
+    return counts
+
+
+def classes(counts: Counter) -> dict[str, float]:
+    """Shares of right (0), slip (+1) and other.
+
+    >>> classes(Counter({0: 2, 1: 1, -1: 1}))
+    {'right': 0.5, 'slip': 0.25, 'other': 0.25}
+    """
+    n = max(1, sum(counts.values()))
+    right, slip = counts.get(0, 0) / n, counts.get(1, 0) / n
+    return {"right": right, "slip": slip, "other": 1.0 - right - slip}
+
+
+def load_solver(checkpoint: Path | None) -> tuple[Any, Any]:
+    """(model, tokenizer): the shipped tiny model, with the solver's adapter of ``checkpoint``."""
+    if checkpoint is None:
+        from flexmg.agents.tiny_model import load_tiny
+
+        return load_tiny()
+    from flexmg.agents.checkpoint import load_checkpoint
+    from flexmg.agents.config import PolicyConfig
+    from flexmg.agents.policy import TeamPolicy
+
+    state = load_checkpoint(checkpoint)["policy"]
+    config = state["config"]
+    config = PolicyConfig.from_dict(config) if isinstance(config, dict) else config
+    if "solver" not in state["roles"]:
+        raise SystemExit(f"{checkpoint}: no solver role (roles: {state['roles']})")
+    policy = TeamPolicy(state["roles"], config)
+    policy.load_trainable_state(state)
+    policy.eval()
+    policy.model.set_adapter(policy.adapter_name("solver"))
+    return policy.model, policy.tokenizer
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint", type=Path, nargs="?", help="a run's step_*.ckpt")
+    parser.add_argument("--base", action="store_true", help="the shipped warm start alone")
+    parser.add_argument("--prompts", type=int, default=300, help="distinct prompts per split")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args(argv)
+    if (args.checkpoint is None) == (not args.base):
+        parser.error("pass a checkpoint or --base (one of them)")
+    model, tokenizer = load_solver(None if args.base else args.checkpoint)
+    result: dict[str, Any] = {"checkpoint": str(args.checkpoint or "base")}
+    for split in ("eval", "train"):
+        tasks = distinct_tasks(split, args.prompts)
+        counts = offsets(model, tokenizer, tasks)
+        shares = classes(counts)
+        common = ", ".join(f"{k:+}: {v}" if k != "none" else f"none: {v}"
+                           for k, v in counts.most_common(6))  # fmt: skip
+        print(f"{split:>5} ({len(tasks)} prompts): right {shares['right']:.3f}  slip "
+              f"{shares['slip']:.3f}  other {shares['other']:.3f}   offsets {common}")  # fmt: skip
+        result[split] = {"prompts": len(tasks), **shares,
+                         "offsets": {str(k): v for k, v in counts.items()}}  # fmt: skip
+    if args.json:
+        from flexmg.io import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

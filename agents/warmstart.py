@@ -20,9 +20,10 @@ sampling finds the right value: greedy correctness sits far below pass@8 (the
 figures are in the checkpoint's ``warmstart.json``, ``eval``), and RL has a
 signal (avoid the slip) that carries over to unseen problems.
 
-``--code-weight 0.2`` mixes in the procedural code family (train split,
-``code-1agent`` .. ``code-3agent``) written by the code teacher; the shipped
-checkpoint has no code (``code_weight`` 0).
+``--code-weight W`` mixes the procedural code family (train split,
+``code-1agent`` .. ``code-3agent``, written by the code teacher) into stage 1,
+``--sharpen-code-weight W`` into stage 2; the shipped checkpoint has code in
+stage 2 only (0 and 0.35, see ``DEFAULTS``).
 
 ``--relay-weight W`` makes a share ``W`` of the episodes relay episodes
 (``relay-2agent``, ``relay-3agent``, played on the real env by the relay
@@ -80,8 +81,8 @@ DEFAULTS: dict[str, Any] = {
     "batch_size": 64,
     "lr": 3e-3,
     "warmup": 100,
-    # The shipped checkpoint has no code: a code mix (e.g. 0.2) is supported but was not
-    # trained for lack of CPU time (see default_mixtures and the code teacher).
+    # Share of procedural code episodes in stage 1 (the shipped checkpoint's code comes in
+    # stage 2: sharpen_code_weight).
     "code_weight": 0.0,
     # Share of relay episodes (relay teacher on the real relay envs) in the warm-start data.
     "relay_weight": 0.1,

@@ -44,27 +44,13 @@ def distinct_tasks(split: str, n: int) -> list[Any]:
 
 def offsets(model: Any, tokenizer: Any, tasks: list[Any], max_new_tokens: int = 24) -> Counter:
     """Counter of (answer - gold) over ``tasks`` (``"none"``: no boxed integer)."""
-    import torch
+    from flexmg.agents.pass_at_k import ModelActor
 
-    rows = [
-        [tokenizer.bos_token_id, *tokenizer(f"Q:{t.prompt}\n[solver]:", add_special_tokens=False)[
-            "input_ids"]]
-        for t in tasks
-    ]  # fmt: skip
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), tokenizer.pad_token_id, dtype=torch.long)
-    attn = torch.zeros_like(ids)
-    for i, r in enumerate(rows):
-        ids[i, width - len(r) :] = torch.tensor(r)
-        attn[i, width - len(r) :] = 1
-    with torch.no_grad():
-        out = model.generate(
-            input_ids=ids, attention_mask=attn, do_sample=False, max_new_tokens=max_new_tokens,
-            pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-        )  # fmt: skip
+    actor = ModelActor(model, tokenizer, max_new_tokens=max_new_tokens)
+    observations = [{"task": t.prompt, "role": "solver"} for t in tasks]  # Q:...\n[solver]:
     counts: Counter = Counter()
-    for task, row in zip(tasks, out[:, width:], strict=True):
-        found = _BOXED.search(tokenizer.decode(row, skip_special_tokens=True))
+    for task, text in zip(tasks, actor("solver", observations, greedy=True), strict=True):
+        found = _BOXED.search(text)
         counts[int(found.group(1)) - int(task.answer) if found else "none"] += 1
     return counts
 

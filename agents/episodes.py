@@ -40,9 +40,9 @@ Act = Callable[[str, list[int], list[dict]], Sequence[str]]
 
 
 def play_batch(
-    vec: VectorEnv, act: Act, seed: int, max_steps: int = 100_000
+    vec: VectorEnv, act: Act, seed: int | Sequence[int], max_steps: int = 100_000
 ) -> list[EpisodeResult]:
-    """Play one episode per env of ``vec`` (env ``i`` seeded ``seed + i``) to the end.
+    """Play one episode per env of ``vec`` (env ``i`` seeded ``seed + i`` or ``seed[i]``) to the end.
 
     Args:
         vec: a flexmg vector env (``flexmg.make_vec``).

@@ -104,7 +104,11 @@ class RolloutBatch:
 
 
 def collect_rollout(
-    policy: _Actor, vec: VectorEnv, seed: int, greedy: bool = False, max_steps: int = 100_000
+    policy: _Actor,
+    vec: VectorEnv,
+    seed: int | Sequence[int],
+    greedy: bool = False,
+    max_steps: int = 100_000,
 ) -> RolloutBatch:
     """Play one batch of episodes on ``vec`` (one per env) and build samples.
 
@@ -112,7 +116,7 @@ def collect_rollout(
         policy: object with ``act(role, observations, greedy) -> ActionBatch``.
         vec: a flexmg vector env (``reset``, ``all_done``, ``next_role``,
             ``observe``, ``step``, ``episodes``).
-        seed: ``vec.reset(seed=seed)``; env ``i`` gets ``seed + i``.
+        seed: ``vec.reset(seed=seed)``; env ``i`` gets ``seed + i`` (or ``seed[i]``).
         greedy: greedy decoding (evaluation) instead of sampling.
         max_steps: guard against a vector env that never finishes.
 

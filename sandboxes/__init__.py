@@ -18,7 +18,13 @@ Example:
 from __future__ import annotations
 
 from .base import Sandbox, SandboxUnavailable
-from .factory import BACKENDS, backend_status, make_sandbox
+from .factory import (
+    BACKENDS,
+    backend_status,
+    hold_shared_sandbox,
+    make_sandbox,
+    release_shared_sandbox,
+)
 from .limits import Limits
 from .results import STATUSES, ExecResult, Status, TestReport, TestResult
 from .testspec import TestSpec, parse_tests

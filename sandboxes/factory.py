@@ -9,6 +9,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 from .base import Sandbox, SandboxUnavailable
@@ -66,4 +68,58 @@ def make_sandbox(backend: str = "auto", *, workers: int | None = None, **limits:
     return UnsafeSandbox(workers=workers, **limits)
 
 
-__all__ = ["make_sandbox", "backend_status", "BACKENDS", "SandboxUnavailable"]
+class _Shared:
+    """A sandbox and how many holders it has."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self.holders = 0
+
+
+_shared: dict[tuple[int, str, float], _Shared] = {}
+_shared_lock = threading.Lock()
+
+
+def hold_shared_sandbox(backend: str = "auto", *, timeout: float = 5.0) -> Sandbox:
+    """The process's shared sandbox for ``(backend, timeout)``, made on first hold.
+
+    Envs that judge code hold one sandbox per process instead of one each: its warm
+    workers serve every env (one run per worker at a time, as always), so a vector
+    env of 128 code envs starts a worker per CPU, not 128. Every hold must be
+    matched by :func:`release_shared_sandbox`; the last release closes it.
+
+    >>> sb = hold_shared_sandbox("unsafe", timeout=2.0)  # doctest: +SKIP
+    >>> sb is hold_shared_sandbox("unsafe", timeout=2.0)  # doctest: +SKIP
+    True
+    >>> release_shared_sandbox(sb); release_shared_sandbox(sb)  # doctest: +SKIP
+    """
+    key = (os.getpid(), backend, float(timeout))
+    with _shared_lock:
+        entry = _shared.get(key)
+        if entry is None or entry.sandbox._closed:
+            entry = _shared[key] = _Shared(make_sandbox(backend, timeout=timeout))
+        entry.holders += 1
+        return entry.sandbox
+
+
+def release_shared_sandbox(sandbox: Sandbox) -> None:
+    """Drop one hold of a sandbox from :func:`hold_shared_sandbox`; the last closes it."""
+    with _shared_lock:
+        for key, entry in list(_shared.items()):
+            if entry.sandbox is sandbox:
+                entry.holders -= 1
+                if entry.holders <= 0:
+                    del _shared[key]
+                    sandbox.close()
+                return
+    raise ValueError("release_shared_sandbox: this sandbox is not held (or already released)")
+
+
+__all__ = [
+    "make_sandbox",
+    "backend_status",
+    "hold_shared_sandbox",
+    "release_shared_sandbox",
+    "BACKENDS",
+    "SandboxUnavailable",
+]

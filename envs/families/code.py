@@ -109,8 +109,11 @@ def bare_solution(text: str, task: Task) -> str | None:
 class CodeReward:
     """Score = fraction of the hidden tests the graded role's last ``python`` block passes.
 
-    The sandbox is created on first use in the process that judges (so every
-    ``AsyncVectorEnv`` worker has its own) and closed by ``env.close()``.
+    A backend name (``"auto"``, ``"local"``, ...) means the process's shared sandbox
+    for that backend and timeout (:func:`flexmg.sandboxes.hold_shared_sandbox`),
+    held on first use in the process that judges (so every ``AsyncVectorEnv``
+    worker has its own) and released by ``env.close()``; a sandbox object passed
+    in is used as it is and left open.
     """
 
     def __init__(self, sandbox: Any = "auto", sandbox_timeout: float = 5.0) -> None:
@@ -130,9 +133,9 @@ class CodeReward:
     def sandbox(self) -> Any:
         """The sandbox the tests run in (made on first use)."""
         if self._sandbox is None:
-            from flexmg.sandboxes import make_sandbox
+            from flexmg.sandboxes import hold_shared_sandbox
 
-            self._sandbox = make_sandbox(self._sandbox_spec, timeout=self.sandbox_timeout)
+            self._sandbox = hold_shared_sandbox(self._sandbox_spec, timeout=self.sandbox_timeout)
         return self._sandbox
 
     def _passes(self, code: str, task: Task) -> bool:
@@ -204,9 +207,11 @@ class CodeReward:
         return run_agent_tests(solutions[-1], turn.action, self.sandbox, task=task)
 
     def close(self) -> None:
-        """Close the sandbox this reward made (a sandbox passed in stays open)."""
+        """Release the shared sandbox this reward held (a sandbox passed in stays open)."""
         if self._sandbox is not None and isinstance(self._sandbox_spec, str):
-            self._sandbox.close()
+            from flexmg.sandboxes import release_shared_sandbox
+
+            release_shared_sandbox(self._sandbox)
             self._sandbox = None
 
 

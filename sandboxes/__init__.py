@@ -62,6 +62,8 @@ __all__ = [
     "UnsafeSandbox",
     "UnsafeSandboxWarning",
     "backend_status",
+    "hold_shared_sandbox",
     "make_sandbox",
     "parse_tests",
+    "release_shared_sandbox",
 ]

@@ -27,16 +27,17 @@ command, the date, the tiny model's warm-start ``weights_sha256``),
 ``OUT/paper_small.json`` and ``OUT/paper_small.png`` (success with CI bars).
 
 **Time.** The default grid is 120 runs (3 team variants x 6 envs x 5 seeds, and the
-single agent at 3 budgets x 2 families x 5 seeds) of 20 updates x 32 episodes. The
+single agent at 3 budgets x 2 families x 5 seeds) of 12 updates x 32 episodes. The
 projection printed at start uses CPU seconds measured here, one core per run
-(``OMP_NUM_THREADS=1``): ``SECONDS_PER_EPISODE`` per training episode (rollout and PPO
-update; 0.015 s math-1agent to 0.09 s math-4agent, 0.05 s code-1agent to 0.24 s
-code-4agent), ``RUN_START_SECONDS`` per run, a held-out episode ``EVAL_FACTOR`` of a
-training one. Smoke of one default run, the longest (code-4agent MARFT, ``nice -n 10``):
-168 CPU seconds (projected 166; 508 s wall, as the 2 cores were shared with other
-training jobs); its 100-episode leaderboard cell 5-9 CPU seconds (projected 9). The
-default grid projects to about 95 minutes on 2 free cores: 82 training (2 runs at a
-time, longest first), 13 evaluating. On a loaded machine it takes longer.
+(``OMP_NUM_THREADS=1``, two runs at a time): ``SECONDS_PER_EPISODE`` per training
+episode (rollout and PPO update, steady state; 0.015 s math-1agent to 0.107 s
+math-4agent, 0.081 s code-1agent to 0.524 s code-4agent, measured 2026-12-02 with
+the tiny model's 80-token code actions), ``RUN_START_SECONDS`` per run, a held-out
+episode ``EVAL_FACTOR`` of a training one. The default grid projects to about 104
+minutes on 2 free cores: 85 training (2 runs at a time, longest first), 19
+evaluating. At the earlier default of 20 updates it projected to 153 minutes, over
+the 2-hour budget, once code actions had 80 tokens. On a loaded machine it takes
+longer.
 
 Everything resumes: a finished run (``summary.json`` at the budget) is not trained
 again, an interrupted run continues from its newest checkpoint (``flexmg train
@@ -44,7 +45,7 @@ again, an interrupted run continues from its newest checkpoint (``flexmg train
 
 Usage::
 
-    nice -n 10 python benchmarks/paper_small.py --out runs/paper_small   # the grid, ~95 min
+    nice -n 10 python benchmarks/paper_small.py --out runs/paper_small   # the grid, ~104 min
     python benchmarks/paper_small.py --out runs/paper_small --dry-run    # plan and projection
     python benchmarks/paper_small.py --out /tmp/ps --envs math-2agent --seeds 0 1 \\
         --budget 1 --episodes-per-update 4 --train-eval-episodes 4 --eval-episodes 4  # smoke
@@ -85,8 +86,8 @@ TOKEN_TOLERANCE = 0.10  # a row's mean generated tokens per run: max/min - 1 at 
 
 # Measured CPU seconds (see the module docstring), one core per run.
 SECONDS_PER_EPISODE = {
-    "math-1agent": 0.015, "math-2agent": 0.04, "math-3agent": 0.06, "math-4agent": 0.09,
-    "code-1agent": 0.05, "code-2agent": 0.10, "code-3agent": 0.165, "code-4agent": 0.24,
+    "math-1agent": 0.015, "math-2agent": 0.043, "math-3agent": 0.072, "math-4agent": 0.107,
+    "code-1agent": 0.081, "code-2agent": 0.186, "code-3agent": 0.315, "code-4agent": 0.524,
 }  # fmt: skip
 SECONDS_PER_ACTION_ELSEWHERE = 0.1  # an env not measured: a rough figure per agent turn
 EVAL_FACTOR = 0.3  # a greedy held-out episode costs this share of a training episode
@@ -622,7 +623,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--envs", nargs="+", default=ENVS, help=f"team env ids, the rows (default {ENVS})")
     add("--seeds", nargs="+", type=int, default=SEEDS, help="training seeds (default 0-4)")
     add("--variants", nargs="+", default=VARIANTS, choices=VARIANTS, help="the columns")
-    add("--budget", type=int, default=20, help="PPO updates per run (default 20)")
+    add("--budget", type=int, default=12, help="PPO updates per run (default 12)")
     add("--episodes-per-update", type=int, default=32, help="a k-agent team's (single: k x)")
     add("--train-eval-episodes", type=int, default=16, help="the trainer's start/end evals")
     add("--eval-episodes", type=int, default=100, help="held-out episodes per run (default 100)")

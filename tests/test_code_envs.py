@@ -152,3 +152,23 @@ def test_hidden_tests_are_run_as_trusted_and_agent_tests_are_not(sandbox) -> Non
         del sandbox.run_tests
     assert grade.reward == 1.0
     assert seen == [True, False]
+
+
+def test_code_envs_of_a_process_share_one_sandbox_until_the_last_closes():
+    first = flexmg.make("code-1agent", sandbox="local")
+    second = flexmg.make("code-1agent", sandbox="local")
+    try:
+        for env in (first, second):
+            env.reset(seed=1)
+            assert play_graded(env, fenced(env.task.answer))["success"]
+        shared = first.unwrapped._reward.sandbox
+        assert second.unwrapped._reward.sandbox is shared
+        assert len(shared._all) <= shared.workers  # not a worker per env
+        first.close()
+        assert not shared._closed
+        second.reset(seed=2)
+        assert play_graded(second, fenced(second.task.answer))["success"]
+    finally:
+        first.close()
+        second.close()
+    assert shared._closed and not shared._all  # the last close stopped the workers

@@ -4,10 +4,17 @@ and (two-level) over seeds and prompts."""
 from __future__ import annotations
 
 import random
+import re
+from types import SimpleNamespace
 
 import pytest
 
-from flexmg.agents.evaluation import evaluation_record
+from flexmg.agents.evaluation import (
+    distinct_seed_plan,
+    evaluate_policy,
+    evaluation_record,
+    task_key,
+)
 from flexmg.metrics import (
     bootstrap_ci,
     bootstrap_ci_over_seeds,
@@ -15,6 +22,7 @@ from flexmg.metrics import (
     role_correct,
     role_format_ok,
 )
+from flexmg.tasks import Task
 
 
 def _episode(task: str, success: bool, solver: dict, verifier: dict) -> dict:
@@ -134,3 +142,48 @@ def test_two_level_bootstrap_covers_the_true_mean() -> None:
     two_level, prompts_only = _coverage(True), _coverage(False)
     assert two_level >= 0.85, two_level
     assert prompts_only < two_level - 0.1, (prompts_only, two_level)
+
+
+class PromptSumPolicy:
+    """A greedy stand-in: boxes the sum of the task's integers (right on sums only)."""
+
+    def __init__(self) -> None:
+        self.observations = 0
+
+    def act(self, role: str, observations: list[dict], greedy: bool = False) -> SimpleNamespace:
+        self.observations += len(observations)
+        texts = [
+            f"\\boxed{{{sum(int(x) for x in re.findall(r'-?[0-9]+', o['task']))}}}"
+            for o in observations
+        ]
+        n = len(texts)
+        return SimpleNamespace(
+            texts=texts,
+            prompt_ids=[[1]] * n,
+            action_ids=[[2]] * n,
+            truncated=[False] * n,
+            sampler_logprobs=[[-0.1]] * n,
+            token_logprobs=[[-0.1]] * n,
+            values=[0.0] * n,
+            token_values=[[0.0]] * n,
+            ref_token_logprobs=None,
+        )
+
+
+def test_a_task_drawn_again_is_played_once_and_counted_each_time() -> None:
+    every, once = PromptSumPolicy(), PromptSumPolicy()
+    full = evaluate_policy(every, "math-1agent", 150, seed=5, replay_repeats=False)
+    fast = evaluate_policy(once, "math-1agent", 150, seed=5)
+    assert every.observations == 150 and full["episodes"] == fast["episodes"] == 150
+    played, copy_of = distinct_seed_plan("math-1agent", range(5, 155), {"split": "eval"})
+    assert once.observations == len(played) == full["prompts"] < 150  # repeats were drawn
+    assert sorted(set(copy_of)) == list(range(len(played)))
+    assert 0.0 < full["success_rate"] < 1.0
+    assert fast == full  # every figure, intervals included
+
+
+def test_tasks_differing_only_in_name_share_a_key_and_others_do_not() -> None:
+    base = Task("gen/1", "Write f.", "def f(): ...", {"index": 1, "tests": ["assert f()"]})
+    renamed = Task("gen/2", "Write f.", "def f(): ...", {"index": 2, "tests": ["assert f()"]})
+    harder = Task("gen/1", "Write f.", "def f(): ...", {"index": 1, "tests": ["assert not f()"]})
+    assert task_key(base) == task_key(renamed) != task_key(harder)

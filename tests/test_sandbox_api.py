@@ -19,8 +19,10 @@ from flexmg.sandboxes import (
     Limits,
     Sandbox,
     TestReport,
+    hold_shared_sandbox,
     make_sandbox,
     parse_tests,
+    release_shared_sandbox,
 )
 from flexmg.sandboxes.cli import add_commands
 from flexmg.sandboxes.inside import codec as inside
@@ -468,3 +470,22 @@ def test_inside_doctests(name: str) -> None:
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0, name
+
+
+def test_a_shared_sandbox_is_one_per_backend_and_timeout_and_the_last_release_closes_it():
+    a = hold_shared_sandbox("local", timeout=3.0)
+    b = hold_shared_sandbox("local", timeout=3.0)
+    other = hold_shared_sandbox("local", timeout=4.0)
+    try:
+        assert a is b and other is not a
+        release_shared_sandbox(a)
+        assert not b._closed
+    finally:
+        release_shared_sandbox(b)
+        release_shared_sandbox(other)
+    assert a._closed and other._closed
+    with pytest.raises(ValueError, match="not held"):
+        release_shared_sandbox(a)
+    fresh = hold_shared_sandbox("local", timeout=3.0)
+    assert fresh is not a and not fresh._closed
+    release_shared_sandbox(fresh)

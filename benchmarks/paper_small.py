@@ -359,11 +359,11 @@ def _mean(values: Sequence[float]) -> float:
 def outcome_stats(episodes: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
     """Success, correctness and format of one column of one row, from its seeds' episodes.
 
-    Each outcome's ``mean`` is the mean over seeds of the mean over that seed's
-    prompts, its ``ci`` the two-level bootstrap interval (seeds, then prompts);
+    Each outcome's ``mean`` is the mean over seeds of that seed's episode mean, its
+    ``ci`` the two-level bootstrap interval (seeds, then prompts with their episodes);
     ``prompts`` counts the distinct prompts over all seeds.
     """
-    from flexmg.metrics import bootstrap_ci_over_seeds, prompt_key, team_outcome
+    from flexmg.metrics import bootstrap_ci_over_seeds, episode_mean, prompt_key, team_outcome
 
     seeds = sorted(episodes)
     keyed = [[(prompt_key(e["metrics"], i), e["metrics"]) for i, e in enumerate(episodes[s])]
@@ -380,7 +380,7 @@ def outcome_stats(episodes: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[s
             for prompt, metrics in eps:
                 values.setdefault(prompt, []).append(team_outcome(metrics)[outcome])
             groups.append(values)
-        means = [_mean([_mean(v) for v in g.values()]) for g in groups if g]
+        means = [m for g in groups if (m := episode_mean(g)) is not None]
         ci = bootstrap_ci_over_seeds(groups)
         out[outcome] = {"mean": _mean(means) if means else None, "ci": list(ci) if ci else None}
     return out

@@ -39,6 +39,7 @@ __all__ = [
     "RoleRates",
     "bootstrap_ci",
     "bootstrap_ci_over_seeds",
+    "episode_mean",
     "prompt_intervals",
     "prompt_key",
     "role_correct",
@@ -106,13 +107,29 @@ def role_correct(role_metrics: Mapping[str, Any]) -> bool:
     return bool(value)
 
 
+def episode_mean(values_by_prompt: Mapping[str, Sequence[float]]) -> float | None:
+    """The mean over every episode, however the episodes fall into prompts.
+
+    It is the point estimate that :func:`bootstrap_ci` brackets.
+
+    >>> episode_mean({"a": [1.0, 1.0, 1.0], "b": [0.0]})
+    0.75
+    """
+    count = sum(len(v) for v in values_by_prompt.values())
+    return sum(sum(v) for v in values_by_prompt.values()) / count if count else None
+
+
 def bootstrap_ci(
     values_by_prompt: Mapping[str, Sequence[float]], resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
 ) -> tuple[float, float] | None:  # fmt: skip
-    """95% bootstrap interval of the mean over prompts (prompts resampled, each its mean).
+    """95% bootstrap interval of the episode mean, prompts resampled (a cluster bootstrap).
 
-    ``None`` with fewer than two prompts. One seed of :func:`bootstrap_ci_over_seeds`.
+    Each resample draws the prompts with replacement, each with all its episodes,
+    and takes the mean over the drawn episodes: the interval brackets
+    :func:`episode_mean`, and many episodes of one fixed (greedy) outcome count as
+    one draw's worth of evidence, not many. ``None`` with fewer than two prompts.
+    One seed of :func:`bootstrap_ci_over_seeds`.
 
     >>> bootstrap_ci({"a": [1.0], "b": [0.0], "c": [1.0, 0.0]}) is not None
     True
@@ -124,14 +141,16 @@ def bootstrap_ci_over_seeds(
     values_by_seed: Sequence[Mapping[str, Sequence[float]]], resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
 ) -> tuple[float, float] | None:  # fmt: skip
-    """95% two-level bootstrap interval of the mean over seeds of the mean over prompts.
+    """95% two-level bootstrap interval of the mean over seeds of each seed's episode mean.
 
     ``values_by_seed[s]`` maps each prompt of seed ``s`` (e.g. a training seed's
-    evaluation) to its values. Each resample draws the seeds with replacement,
-    then within every drawn seed its prompts with replacement (each prompt its
-    mean); the statistic is the mean of the per-seed means, so the interval widens
-    when seeds disagree. With one seed only prompts are resampled; ``None`` when
-    there is nothing to resample (no prompts, or one seed with one prompt).
+    evaluation) to its episodes' values. Each resample draws the seeds with
+    replacement, then within every drawn seed its prompts with replacement, each
+    prompt with all its episodes; the statistic is the mean over the drawn seeds of
+    the mean over each one's drawn episodes. So the interval brackets the mean of
+    the seeds' :func:`episode_mean` and widens when seeds disagree. With one seed
+    only prompts are resampled; ``None`` when there is nothing to resample (no
+    prompts, or one seed with one prompt).
 
     >>> agree = [{"a": [1.0], "b": [0.0]}, {"c": [1.0], "d": [0.0]}]
     >>> disagree = [{"a": [1.0], "b": [1.0]}, {"c": [0.0], "d": [0.0]}]
@@ -139,14 +158,19 @@ def bootstrap_ci_over_seeds(
     >>> width(bootstrap_ci_over_seeds(disagree)) >= width(bootstrap_ci_over_seeds(agree))
     True
     """
-    groups = [[sum(v) / len(v) for v in g.values() if len(v)] for g in values_by_seed]
+    groups = [[(float(sum(v)), len(v)) for v in g.values() if len(v)] for g in values_by_seed]
     groups = [g for g in groups if g]
     if not groups or (len(groups) == 1 and len(groups[0]) < 2):
         return None
     rng = random.Random(seed)
 
-    def resampled_mean(means: list[float]) -> float:
-        return sum(rng.choice(means) for _ in range(len(means))) / len(means)
+    def resampled_mean(clusters: list[tuple[float, int]]) -> float:
+        total, count = 0.0, 0
+        for _ in range(len(clusters)):
+            value, n = rng.choice(clusters)
+            total += value
+            count += n
+        return total / count
 
     if len(groups) == 1:
         stats = [resampled_mean(groups[0]) for _ in range(resamples)]
@@ -296,7 +320,8 @@ def prompt_intervals(metrics: Iterable[Mapping[str, Any]]) -> dict[str, list[flo
     """95% bootstrap intervals of the team's rates and mean reward over prompts.
 
     Greedy outcomes are fixed per prompt, so the prompts (:func:`prompt_key`), not the
-    episodes, are resampled. Keys ``success_rate``, ``format_rate``,
+    episodes, are resampled, each with all its episodes (:func:`bootstrap_ci`): the
+    intervals bracket the episode means that :func:`summarize_episodes` reports. Keys ``success_rate``, ``format_rate``,
     ``correct_rate`` and ``team_reward`` (e.g. a code team's hidden-test score);
     ``None`` with fewer than two prompts.
 

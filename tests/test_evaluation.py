@@ -18,6 +18,7 @@ from flexmg.agents.evaluation import (
 from flexmg.metrics import (
     bootstrap_ci,
     bootstrap_ci_over_seeds,
+    episode_mean,
     prompt_key,
     role_correct,
     role_format_ok,
@@ -77,6 +78,18 @@ def test_bootstrap_is_over_prompts_and_needs_two() -> None:
     # many episodes of one fixed outcome per prompt do not narrow the interval
     wide = bootstrap_ci({f"p{i}": [float(i % 2)] * 50 for i in range(4)})
     assert wide is not None and wide[1] - wide[0] >= 0.45
+
+
+def test_the_interval_brackets_the_episode_mean_when_prompts_repeat() -> None:
+    # one easy prompt drawn 30 times, nine hard ones once: 30 of 39 episodes succeed
+    values = {"easy": [1.0] * 30, **{f"hard{i}": [0.0] for i in range(9)}}
+    assert episode_mean(values) == pytest.approx(30 / 39)
+    lo, hi = bootstrap_ci(values)
+    assert lo <= 30 / 39 <= hi and hi - lo > 0.3  # ten prompts are little evidence
+    episodes = [{"prompt_id": p, "success": bool(v)} for p, vs in values.items() for v in vs]
+    out = evaluation_record(episodes)
+    lo, hi = out["success_rate_ci"]
+    assert out["prompts"] == 10 and lo <= out["success_rate"] <= hi
 
 
 def test_empty_and_hostile_metrics_do_not_crash() -> None:

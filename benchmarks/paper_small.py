@@ -528,8 +528,9 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         f"Evaluation: {s['eval_episodes']} held-out episodes per run (eval split, greedy) for "
         f"training seeds {s['seeds']}; `prompts`: distinct held-out prompts over all seeds. "
         "Mean over seeds of each seed's episode mean, [95% CI]: two-level bootstrap (seeds "
-        "resampled, then prompts within each seed, each with all its episodes). Correctness and format are the graded "
-        "role's answer. `*`: not every seed evaluated; `n/a`: not run.",
+        "resampled, then prompts within each seed, each with all its episodes). "
+        "Correctness and format are the graded role's answer. `*`: not every seed "
+        "evaluated; `n/a`: not run.",
         "",
     ]
     for outcome, title in OUTCOMES.items():

@@ -526,6 +526,11 @@ class Sandbox:
                 self._idle.put(w)
         return total
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (a closed sandbox refuses new runs)."""
+        return self._closed
+
     def close(self) -> None:
         """Stop every worker and free its resources (idempotent)."""
         self._closed = True

@@ -96,7 +96,7 @@ def hold_shared_sandbox(backend: str = "auto", *, timeout: float = 5.0) -> Sandb
     key = (os.getpid(), backend, float(timeout))
     with _shared_lock:
         entry = _shared.get(key)
-        if entry is None or entry.sandbox._closed:
+        if entry is None or entry.sandbox.closed:
             entry = _shared[key] = _Shared(make_sandbox(backend, timeout=timeout))
         entry.holders += 1
         return entry.sandbox

@@ -60,13 +60,22 @@ def _isolating(backend: str) -> None:
         pytest.skip(NO_ISOLATION)
 
 
+# Caches the test tools write at the top level, maybe mid-test from another xdist
+# worker (hypothesis makes .hypothesis/ on a fresh clone's first run).
+TOOL_CACHES = {".hypothesis", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
+
+
+def _top_level() -> list[str]:
+    return sorted(p.name for p in REPO.iterdir() if p.name not in TOOL_CACHES)
+
+
 @pytest.fixture(autouse=True)
 def _host_untouched(backend: str) -> Iterator[None]:
     """Every case: the repo's top level and a canary file are unchanged afterwards."""
     canary = REPO / "pyproject.toml"
-    before = (sorted(p.name for p in REPO.iterdir()), canary.read_bytes())
+    before = (_top_level(), canary.read_bytes())
     yield
-    after = (sorted(p.name for p in REPO.iterdir()), canary.read_bytes())
+    after = (_top_level(), canary.read_bytes())
     assert after == before, "the sandboxed code changed the host repository"
 
 

@@ -207,6 +207,35 @@ def _place_fds(fds: list[int]) -> None:
     os.closerange(len(fds), 65536)
 
 
+PF_EXITING = 0x4  # a task's flag (``/proc/PID/stat`` field 9) once it has begun to exit
+
+
+def _dying(flags: int, status: bytes) -> bool:
+    r"""True when a process is on its way out though its state may still read running.
+
+    ``flags`` is field 9 of ``/proc/PID/stat``, ``status`` the text of
+    ``/proc/PID/status``: a SIGKILL pending for the process (``ShdPnd``) or its
+    main thread (``SigPnd``), or the exiting flag, means it is dying.
+
+    >>> _dying(0, b"SigPnd:\t0000000000000000\nShdPnd:\t0000000000000100\n")
+    True
+    >>> _dying(0, b"SigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n")
+    False
+    """
+    if flags & PF_EXITING:
+        return True
+    kill_bit = 1 << (signal.SIGKILL - 1)
+    for line in status.splitlines():
+        key, _, value = line.partition(b":")
+        if key in (b"SigPnd", b"ShdPnd"):
+            try:
+                if int(value.strip(), 16) & kill_bit:
+                    return True
+            except ValueError:
+                return True  # unreadable: not to be trusted with a run
+    return False
+
+
 def _status_exit_code(status: int) -> int | None:
     """The exit code (negative: killed by that signal) of an exit status, else None."""
     try:

@@ -15,6 +15,7 @@ from .frames import MAX_FRAME, _frame_complete, parse_frame_body, read_frame, wr
 from .procs import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_DUMPABLE,
+    _dying,
     _exc_line,
     _exec_python,
     _prctl,
@@ -480,10 +481,13 @@ class Zygote:
                 self.server["pid"] = pids["judge-server"]
 
     def _intact(self, pid: int | None) -> bool:
-        """``pid`` is alive, not stopped, and a child of the fork server.
+        """``pid`` is alive, not stopped, not dying, and a child of the fork server.
 
         Called when no untrusted process exists. SIGCONT first: it resumes a
-        stopped process and discards a stop signal still pending.
+        stopped process and discards a stop signal still pending. A process a
+        run sent SIGKILL may not have been scheduled to die yet (on a loaded
+        host, for milliseconds): its state still reads running, so the pending
+        SIGKILL and the exiting flag are checked too.
         """
         if not pid:
             return False
@@ -492,9 +496,15 @@ class Zygote:
             with open(f"/proc/{pid}/stat", "rb") as f:
                 stat = f.read()
             fields = stat[stat.rindex(b")") + 2 :].split()
+            with open(f"/proc/{pid}/status", "rb") as f:
+                status = f.read()
         except (OSError, ValueError):
             return False
-        return fields[0] not in (b"T", b"t", b"Z", b"X") and int(fields[1]) == self.fs_pid
+        return (
+            fields[0] not in (b"T", b"t", b"Z", b"X")
+            and int(fields[1]) == self.fs_pid
+            and not _dying(int(fields[6]), status)
+        )
 
     def _take_spare(self) -> Spare:
         """A verified idle runner (and fresh judge, if any) for the job that starts now."""
@@ -593,10 +603,7 @@ class Zygote:
             judge = self.server["pid"]
         else:
             judge = sp.judge if sp.judge is not None else self._fresh_judge(sp)
-        # The runner gets its job now and loads the solution while the judge starts.
-        write_frame(sp.ci_w, job["runner_job"])
-        job = {**job, "runner_preloaded": True}
-        if use_server:
+        if use_server:  # the server gets the run's ends before any untrusted code runs
             jr, jw = os.pipe()
             try:
                 ends = [sp.out_w, sp.err_w, sp.ci_w, sp.co_r, sp.jo_w]
@@ -609,9 +616,21 @@ class Zygote:
                 self._close(jr)
         else:
             jw, sp.ji_w = sp.ji_w, None
+        try:
+            # The runner gets its job now and loads the solution while the judge
+            # starts. From here on untrusted code runs.
+            write_frame(sp.ci_w, job["runner_job"])
+        except OSError:
+            self._close(jw)
+            raise
         sp.close("out_w", "err_w", "ci_w", "co_r", "jo_w")
         try:
-            write_frame(jw, job)
+            write_frame(jw, {**job, "runner_preloaded": True})
+        except OSError:
+            # The solution's code killed its judge before the job reached it (the
+            # judge was checked intact just before): the run ends without a verdict,
+            # which is the run's failure, not the sandbox's.
+            pass
         finally:
             self._close(jw)
         return judge

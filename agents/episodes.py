@@ -129,17 +129,19 @@ def rollout(
     env: FlexMGEnv | VectorEnv,
     team: Mapping[str, Any] | Any,
     episodes: int = 1,
-    seed: int = 0,
+    seed: int | Sequence[int] = 0,
     progress: bool = False,
 ) -> RolloutResult:
-    """Play ``episodes`` episodes; episode ``k`` uses seed ``seed + k``.
+    """Play ``episodes`` episodes; episode ``k`` uses seed ``seed + k`` (or ``seed[k]``).
 
     Args:
         env: a Flex-MG env or a vector env (batched: each agent sees a batch).
         team: ``{role: agent}`` (agents or ``obs -> str`` callables), or one
             agent for every role.
         episodes: how many episodes to play.
-        seed: the first episode's seed.
+        seed: the first episode's seed, or one seed per episode (a sequence of
+            length ``episodes``; the last batch is padded with extra seeds whose
+            episodes are dropped).
         progress: show a progress bar.
     """
     vec = env if isinstance(env, VectorEnv) else SyncVectorEnv([lambda: env])
@@ -154,16 +156,15 @@ def rollout(
             raise KeyError(f"no agent for role {role!r}; team has {sorted(agents)}")
         return agents[role].act(observations)
 
+    seeds = _episode_seeds(seed, episodes, vec.num_envs)
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=episodes, desc="episodes", unit="ep")
     result = RolloutResult()
-    start = seed
-    while len(result.episodes) < episodes:
-        batch = play_batch(vec, act, start)
-        start += vec.num_envs
+    for start in range(0, len(seeds), vec.num_envs):
+        batch = play_batch(vec, act, seeds[start : start + vec.num_envs])
         result.episodes.extend(batch[: episodes - len(result.episodes)])
         if bar is not None:
             bar.update(min(len(batch), bar.total - bar.n))
@@ -171,3 +172,24 @@ def rollout(
     if bar is not None:
         bar.close()
     return result
+
+
+def _episode_seeds(seed: int | Sequence[int], episodes: int, batch: int) -> list[int]:
+    """The seed of each episode, padded to whole batches of ``batch``.
+
+    >>> _episode_seeds(10, 3, 2), _episode_seeds([5, 9, 2], 3, 2)
+    ([10, 11, 12, 13], [5, 9, 2, 3])
+    """
+    if isinstance(seed, Sequence) and not isinstance(seed, str | bytes):
+        seeds = [int(s) for s in seed]
+        if len(seeds) != episodes:
+            raise ValueError(
+                f"rollout got {len(seeds)} seeds for {episodes} episodes: pass one seed per "
+                "episode, or one int (episode k then uses seed + k)"
+            )
+    elif isinstance(seed, int) and not isinstance(seed, bool):
+        seeds = [seed + k for k in range(episodes)]
+    else:
+        raise TypeError(f"seed must be an int or a sequence of ints, got {seed!r}")
+    pad = -len(seeds) % batch
+    return seeds + [seeds[-1] + 1 + k for k in range(pad)] if seeds else seeds

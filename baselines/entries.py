@@ -277,6 +277,16 @@ class Entry:
             return not callable(getattr(obj, "act", None)) and _wants_env(obj)
         return False
 
+    @property
+    def deterministic(self) -> bool:
+        """True when the team acts the same on the same observation.
+
+        That is ``hf:`` and ``run:`` entries decoding greedily (their default). The
+        leaderboard then plays each distinct task of a cell once and counts it as often
+        as the cell's seeds draw it.
+        """
+        return self.spec.kind in ("hf", "run") and bool(self.spec.kwargs.get("greedy", True))
+
     def run_path(self, env_name: str, seed: int) -> Path:
         """The run folder of a ``run:`` entry for a cell (``{env}``/``{seed}`` filled)."""
         try:

@@ -18,6 +18,10 @@ Held-out evaluation, disjoint from training:
   every seed the trainer uses for rollouts (``< 1.01e12``), so the episode streams
   differ too.
 
+An entry that acts the same on the same observation (greedy ``hf:`` and ``run:``
+entries: :attr:`Entry.deterministic`) plays each distinct task of a cell once; its
+episode is counted for every seed that drew the task (``replay_of`` in the record).
+
 Outputs in the ``out`` folder: ``results.json`` (config, every episode's
 metrics per cell, the summary), ``leaderboard.md`` (Markdown tables) and
 ``leaderboard.png`` (bar chart with 95% CIs over seeds).
@@ -46,6 +50,7 @@ from typing import Any
 
 import flexmg
 from flexmg.agents.episodes import rollout
+from flexmg.agents.evaluation import distinct_seed_plan
 from flexmg.baselines.entries import Entry, EntryContext, EntrySpec, search_path
 from flexmg.baselines.report import CHART_FILE, TABLE_FILE, write_reports
 from flexmg.baselines.stats import mean_ci
@@ -269,8 +274,16 @@ def cell_key(entry: str, env: str, seed: int) -> str:
     return json.dumps([entry, env, seed])
 
 
-def _episode_record(ep: EpisodeResult) -> dict[str, Any]:
-    return {"seed": ep.seed, "task_id": ep.task_id, "metrics": ep.metrics}
+def _episode_record(ep: EpisodeResult, seed: int) -> dict[str, Any]:
+    """The saved form of an episode, counted for ``seed``.
+
+    ``seed`` differs from ``ep.seed`` when a deterministic entry's episode is counted
+    again for a seed that drew the same task; the record then names it ``replay_of``.
+    """
+    record = {"seed": seed, "task_id": ep.task_id, "metrics": ep.metrics}
+    if seed != ep.seed:
+        record["replay_of"] = ep.seed
+    return record
 
 
 def _cell_stats(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -461,12 +474,17 @@ class LeaderboardRunner:
         t0 = time.monotonic()
         ctx = EntryContext(env_id=env.id, roles=roles, vec=vec, seed=seed, env_kwargs=kwargs)
         team = entry.team(ctx, env.name)
+        seeds = [eval_seed(seed, k) for k in range(cfg.episodes)]
+        if entry.deterministic:  # each distinct task once (the same task, the same episode)
+            played, copy_of = distinct_seed_plan(env.id, seeds, kwargs)
+        else:
+            played, copy_of = seeds, list(range(len(seeds)))
         try:
             result = rollout(
                 vec,
                 team,
-                episodes=cfg.episodes,
-                seed=eval_seed(seed),
+                episodes=len(played),
+                seed=played,
                 progress=cfg.progress,
             )
         except Exception as exc:
@@ -475,7 +493,9 @@ class LeaderboardRunner:
                 f"{type(exc).__name__}: {exc} (finished cells are saved in {self.out}; "
                 "fix the agent and re-run to resume)"
             ) from exc
-        episodes = [_episode_record(ep) for ep in result.episodes]
+        episodes = [
+            _episode_record(result.episodes[j], seed=s) for s, j in zip(seeds, copy_of, strict=True)
+        ]
         key = cell_key(entry.name, env.name, seed)
         self.results["cells"][key] = {
             "entry": entry.name,

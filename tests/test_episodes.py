@@ -62,6 +62,22 @@ def test_the_driver_plays_every_env_to_its_end() -> None:
     assert seen == [("a", [0, 1, 2]), ("b", [0, 1, 2])]
 
 
+def test_a_rollout_plays_the_seeds_it_is_given() -> None:
+    vec = flexmg.make_vec("echo", num_envs=2)
+    try:
+        counted = rollout(vec, _echo, episodes=3, seed=10)
+        given = rollout(vec, _echo, episodes=3, seed=[42, 7, 7])
+        with pytest.raises(ValueError, match="2 seeds for 3 episodes"):
+            rollout(vec, _echo, episodes=3, seed=[1, 2])
+        with pytest.raises(TypeError, match="an int or a sequence of ints"):
+            rollout(vec, _echo, episodes=1, seed=1.5)  # type: ignore[arg-type]
+    finally:
+        vec.close()
+    assert [ep.seed for ep in counted.episodes] == [10, 11, 12]
+    assert [ep.seed for ep in given.episodes] == [42, 7, 7]  # the last batch's pad is dropped
+    assert given.episodes[1].task_id == given.episodes[2].task_id
+
+
 def test_rollouts_of_agents_and_of_a_policy_share_the_driver_and_its_errors() -> None:
     vec = flexmg.make_vec("echo", num_envs=2)
     try:

@@ -124,3 +124,46 @@ def test_load_run_errors_are_clear(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(RunLoadError, match="cannot read"):
         load_run(tmp_path)
+
+
+def test_a_greedy_entry_plays_each_distinct_task_once_with_the_same_records(
+    small_model: str, tmp_path: Path
+) -> None:
+    import flexmg
+    from flexmg.agents import rollout
+    from flexmg.agents.llm_agent import LLMAgent
+    from flexmg.baselines.leaderboard import eval_seed
+    from flexmg.tasks import Task
+
+    tasks = [Task(id=f"t{i}", prompt=f"What is {i} + 1?", answer=str(i + 1)) for i in range(3)]
+    kwargs = {"max_new_tokens": 4, "prompt_style": "compact", "device": "cpu"}
+    config = {
+        "entries": [{"agent": f"hf:{small_model}", "name": "base", "kwargs": kwargs}],
+        "envs": [{"id": "math-2agent", "kwargs": {"tasks": tasks}}],
+        "seeds": [0],
+        "episodes": 10,
+        "num_envs": 4,
+        "out": str(tmp_path / "lb"),
+        "progress": False,
+    }
+    res = run_leaderboard(config, echo=False)
+    (cell,) = res["cells"].values()
+    records = cell["episodes"]
+    seeds = [eval_seed(0, k) for k in range(10)]
+    assert [r["seed"] for r in records] == seeds
+    played = [r for r in records if "replay_of" not in r]
+    assert len({r["task_id"] for r in played}) == len(played) < len(records)
+    by_seed = {r["seed"]: r for r in played}
+    for r in records:  # a repeat counts its task's one played episode
+        if "replay_of" in r:
+            assert by_seed[r["replay_of"]]["task_id"] == r["task_id"]
+            assert by_seed[r["replay_of"]]["metrics"] == r["metrics"]
+
+    # the same figures as playing every episode
+    agent = LLMAgent(small_model, role="verifier", greedy=True, **kwargs)
+    vec = flexmg.make_vec("math-2agent", num_envs=4, tasks=tasks, split="eval")
+    try:
+        full = rollout(vec, agent, episodes=10, seed=seeds)
+    finally:
+        vec.close()
+    assert [ep.metrics for ep in full.episodes] == [r["metrics"] for r in records]

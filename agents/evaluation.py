@@ -5,7 +5,10 @@
 :func:`evaluation_record`: the summary of :mod:`flexmg.metrics` (success, format
 and correctness told apart; the team's are the graded role's) with 95%
 bootstrap intervals over distinct prompts, in the shape the run folder's
-``metrics.jsonl``, ``summary.json`` and ``flexmg eval`` record.
+``metrics.jsonl``, ``summary.json`` and ``flexmg eval`` record. The trainer
+also saves each evaluation's episode metrics in the run folder
+(``evals/update_NNNNNNN.jsonl``, :func:`write_eval_episodes`), so intervals over
+several runs (seeds and prompts) can be computed afterwards.
 
 Example:
     >>> m = [{"task_id": "t1", "success": True, "graded_role": "s",
@@ -20,10 +23,13 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from flexmg.agents.samples import collect_rollout
+from flexmg.io import atomic_write_text, json_default
 from flexmg.metrics import prompt_intervals, summarize_episodes
 
 
@@ -54,6 +60,56 @@ def evaluation_record(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if s["format_error"]:
         out["format_error_rate"] = s["format_error"]
     return out
+
+
+EVALS_DIR = "evals"  # a run folder's held-out episodes, one file per evaluation
+
+
+def eval_episodes_path(run_dir: str | os.PathLike[str], update: int) -> Path:
+    """Where a run keeps the episodes of its evaluation after ``update`` updates."""
+    return Path(run_dir) / EVALS_DIR / f"update_{update:07d}.jsonl"
+
+
+def write_eval_episodes(
+    run_dir: str | os.PathLike[str], update: int, episodes: Sequence[Mapping[str, Any]]
+) -> Path:
+    """Save an evaluation's episode metrics (one JSON object per line, atomically).
+
+    >>> import tempfile
+    >>> run = tempfile.mkdtemp()
+    >>> _ = write_eval_episodes(run, 3, [{"task_id": "a", "success": True}])
+    >>> read_eval_episodes(run, 3), saved_eval_updates(run)
+    ([{'task_id': 'a', 'success': True}], [3])
+    """
+    path = eval_episodes_path(run_dir, update)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(dict(m), default=json_default) + "\n" for m in episodes]
+    atomic_write_text(path, "".join(lines))
+    return path
+
+
+def read_eval_episodes(run_dir: str | os.PathLike[str], update: int) -> list[dict[str, Any]]:
+    """The episode metrics :func:`write_eval_episodes` saved for ``update``."""
+    path = eval_episodes_path(run_dir, update)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FileNotFoundError(
+            f"{path}: no saved held-out episodes for update {update} ({exc.strerror}); runs "
+            "trained before evaluations were saved per episode have none"
+        ) from None
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def saved_eval_updates(run_dir: str | os.PathLike[str]) -> list[int]:
+    """The updates after which a run saved its held-out episodes, in order."""
+    folder = Path(run_dir) / EVALS_DIR
+    found = []
+    for path in folder.glob("update_*.jsonl") if folder.is_dir() else []:
+        digits = path.stem.removeprefix("update_")
+        if digits.isdigit():
+            found.append(int(digits))
+    return sorted(found)
 
 
 # Task fields that name a task without changing its episode.
@@ -129,7 +185,40 @@ def evaluate_policy(
     them all, in less time. Pass ``replay_repeats=False`` for an env whose episodes
     draw randomness after ``reset`` (a flexmg env draws only its task).
 
-    Returns :func:`evaluation_record` of the episodes.
+    Returns :func:`evaluation_record` of the episodes (:func:`evaluate_episodes`).
+    """
+    return evaluation_record(
+        evaluate_episodes(
+            policy,
+            env_id,
+            episodes,
+            seed,
+            env_kwargs,
+            split,
+            batch_size,
+            greedy,
+            vectorization,
+            replay_repeats,
+        )  # fmt: skip
+    )
+
+
+def evaluate_episodes(
+    policy: Any,
+    env_id: str,
+    episodes: int,
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+    split: str = "eval",
+    batch_size: int = 64,
+    greedy: bool = True,
+    vectorization: str = "sync",
+    replay_repeats: bool = True,
+) -> list[dict[str, Any]]:
+    """The metrics of each episode :func:`evaluate_policy` summarizes, in seed order.
+
+    Episode ``k``'s dict is the env's metrics of seed ``seed + k``; a repeated task's
+    episode (``replay_repeats``) is the same dict as its first draw's.
     """
     kwargs = {**(env_kwargs or {}), "split": split}
     seeds = list(range(seed, seed + episodes))
@@ -138,7 +227,7 @@ def evaluate_policy(
     else:
         played, copy_of = seeds, list(range(len(seeds)))
     unique = _play_seeds(policy, env_id, played, kwargs, batch_size, greedy, vectorization)
-    return evaluation_record([unique[j] for j in copy_of])
+    return [unique[j] for j in copy_of]
 
 
 def _play_seeds(

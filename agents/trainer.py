@@ -46,7 +46,7 @@ from flexmg.agents.checkpoint import (
     save_checkpoint,
 )
 from flexmg.agents.config import PolicyConfig, PPOConfig, RunConfig, RunConfigError, TrainConfig
-from flexmg.agents.evaluation import evaluate_policy
+from flexmg.agents.evaluation import evaluate_episodes, evaluation_record, write_eval_episodes
 from flexmg.agents.marft import Algorithm, get_algorithm
 from flexmg.agents.ppo import PPOLearner
 from flexmg.agents.samples import RolloutBatch, collect_rollout
@@ -214,7 +214,11 @@ class Trainer:
         """Held-out evaluation (greedy, ``split="eval"``) of the current policy."""
         if self.config.eval_episodes == 0:
             return {"success_rate": float("nan"), "episodes": 0}
-        return evaluate_policy(
+        return evaluation_record(self.evaluate_episodes())
+
+    def evaluate_episodes(self) -> list[dict[str, Any]]:
+        """The metrics of each held-out episode :meth:`evaluate` summarizes."""
+        return evaluate_episodes(
             self.policy,
             self.config.env,
             self.config.eval_episodes,
@@ -338,7 +342,12 @@ class Trainer:
 
     def _record_eval(self, logger: _MetricsLogger, update: int, start: float) -> None:
         t0 = time.monotonic()
-        result = self.evaluate()
+        if self.config.eval_episodes == 0:
+            result = self.evaluate()
+        else:
+            episodes = self.evaluate_episodes()
+            write_eval_episodes(self.run_dir, update, episodes)
+            result = evaluation_record(episodes)
         result = {"kind": "eval", "update": update, **result, "seconds": time.monotonic() - t0}
         keys = ("success_rate", "correct_rate", "format_rate", "prompts", "success_rate_ci",
                 "correct_rate_ci", "format_rate_ci", "mean_rounds", "team_reward",

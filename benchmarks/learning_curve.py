@@ -61,6 +61,42 @@ def run_seed(seed: int, algo: str, env: str, out: Path, extra: list[str]) -> dic
     return summary
 
 
+def over_seeds(run_dirs: list[Path]) -> dict[str, dict[str, object]] | None:
+    """Mean over seeds and 95% intervals over seeds and prompts, from the saved evaluations.
+
+    Every seed is evaluated on the same held-out episodes, so the bootstrap draws one
+    prompt set per resample for all drawn seeds (``shared_prompts``). ``gain`` is
+    paired: per episode, end minus start (the same episodes), so its interval is that
+    of the improvement, not two overlapping intervals. None when a run saved no
+    per-episode evaluation (trained before runs kept them).
+    """
+    from flexmg.agents.evaluation import read_eval_episodes, saved_eval_updates
+    from flexmg.metrics import bootstrap_ci_over_seeds, episode_mean, prompt_values
+
+    ends = []
+    for run in run_dirs:
+        updates = saved_eval_updates(run)
+        if len(updates) < 2:
+            return None
+        ends.append((read_eval_episodes(run, updates[0]), read_eval_episodes(run, updates[-1])))
+    out: dict[str, dict[str, object]] = {}
+    for key in ("success", "correct", "team_reward"):
+        starts = [prompt_values(a, key) for a, _ in ends]
+        finals = [prompt_values(b, key) for _, b in ends]
+        gains = [
+            {p: [e - b for b, e in zip(s[p], f[p], strict=True)] for p in s}
+            for s, f in zip(starts, finals, strict=True)
+        ]
+        entry: dict[str, object] = {"seeds": len(run_dirs), "prompts": len(starts[0])}
+        for name, tables in (("start", starts), ("end", finals), ("gain", gains)):
+            means = [episode_mean(t) or 0.0 for t in tables]
+            ci = bootstrap_ci_over_seeds(tables, shared_prompts=True)
+            entry[name] = statistics.fmean(means)
+            entry[f"{name}_ci"] = list(ci) if ci else None
+        out[key] = entry
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -107,11 +143,26 @@ def main(argv: list[str] | None = None) -> int:
         mean, sd = stats(key)
         lo, hi = min(float(r[key] or 0.0) for r in rows), max(float(r[key] or 0.0) for r in rows)
         print(f"{key:>15}: mean {mean:.3f}  sd {sd:.3f}  min {lo:.3f}  max {hi:.3f}")
+    pooled = over_seeds([Path(r["run_dir"]) for r in rows])
+    if pooled is None:
+        print("no per-episode evaluations saved: no interval over seeds and prompts")
+    else:
+        print(f"mean over {len(rows)} seeds [95% CI over seeds and the "
+              f"{pooled['success']['prompts']} shared prompts; gain paired per episode]:")  # fmt: skip
+        for key, p in pooled.items():
+
+            def show(name: str, p: dict = p) -> str:
+                value, ci = p[name], p[f"{name}_ci"]
+                fmt = "+.3f" if name == "gain" else ".3f"
+                lim = f" [{ci[0]:{fmt}}, {ci[1]:{fmt}}]" if ci else ""
+                return f"{name} {value:{fmt}}{lim}"
+
+            print(f"{key:>15}: {show('start')}  {show('end')}  {show('gain')}")
     figures = ("eval_start", "eval_end", "gain", "correct_start", "correct_end", "reward_start",
                "reward_end", "mean_rounds_start", "mean_rounds_end")  # fmt: skip
     result = {"algo": args.algo, "env": args.env, "preset": args.preset, "extra": args.extra,
               "cpus": os.cpu_count(), "runs": rows, "mean": {k: stats(k)[0] for k in figures},
-              "sd": {k: stats(k)[1] for k in figures}}  # fmt: skip
+              "sd": {k: stats(k)[1] for k in figures}, "over_seeds": pooled}  # fmt: skip
     atomic_write_text(out / "learning_curve_summary.json", json.dumps(result, indent=2))
     print(f"written: {out / 'learning_curve_summary.json'}")
     return 0

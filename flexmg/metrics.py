@@ -42,6 +42,7 @@ __all__ = [
     "episode_mean",
     "prompt_intervals",
     "prompt_key",
+    "prompt_values",
     "role_correct",
     "role_format_ok",
     "summarize_episodes",
@@ -139,7 +140,7 @@ def bootstrap_ci(
 
 def bootstrap_ci_over_seeds(
     values_by_seed: Sequence[Mapping[str, Sequence[float]]], resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = 0,
+    seed: int = 0, shared_prompts: bool = False,
 ) -> tuple[float, float] | None:  # fmt: skip
     """95% two-level bootstrap interval of the mean over seeds of each seed's episode mean.
 
@@ -152,12 +153,20 @@ def bootstrap_ci_over_seeds(
     only prompts are resampled; ``None`` when there is nothing to resample (no
     prompts, or one seed with one prompt).
 
+    ``shared_prompts``: every seed was evaluated on the same prompts (e.g. the
+    training seeds of one job, each evaluated on the job's held-out set). Then each
+    resample draws one set of prompts for all the drawn seeds, so the prompts'
+    difficulty counts once, not once per seed, and identical seeds give the
+    one-seed interval.
+
     >>> agree = [{"a": [1.0], "b": [0.0]}, {"c": [1.0], "d": [0.0]}]
     >>> disagree = [{"a": [1.0], "b": [1.0]}, {"c": [0.0], "d": [0.0]}]
     >>> width = lambda ci: ci[1] - ci[0]
     >>> width(bootstrap_ci_over_seeds(disagree)) >= width(bootstrap_ci_over_seeds(agree))
     True
     """
+    if shared_prompts:
+        return _bootstrap_shared_prompts(values_by_seed, resamples, seed)
     groups = [[(float(sum(v)), len(v)) for v in g.values() if len(v)] for g in values_by_seed]
     groups = [g for g in groups if g]
     if not groups or (len(groups) == 1 and len(groups[0]) < 2):
@@ -226,6 +235,52 @@ def _roles(m: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {r: rm for r, rm in per_role.items() if isinstance(rm, Mapping)}
 
 
+def _bootstrap_shared_prompts(
+    values_by_seed: Sequence[Mapping[str, Sequence[float]]], resamples: int, seed: int
+) -> tuple[float, float] | None:
+    """:func:`bootstrap_ci_over_seeds` when every seed saw the same prompts."""
+    tables = [{p: (float(sum(v)), len(v)) for p, v in g.items() if len(v)} for g in values_by_seed]
+    tables = [t for t in tables if t]
+    prompts = sorted({p for t in tables for p in t})
+    if len(prompts) < 2:
+        return None
+    rng = random.Random(seed)
+    stats = []
+    for _ in range(resamples):
+        drawn = [rng.choice(prompts) for _ in prompts]
+        means = []
+        for table in (rng.choice(tables) for _ in tables):
+            cells = [table[p] for p in drawn if p in table]
+            count = sum(n for _, n in cells)
+            if count:
+                means.append(sum(v for v, _ in cells) / count)
+        if means:
+            stats.append(sum(means) / len(means))
+    if not stats:
+        return None
+    stats.sort()
+    return stats[int(0.025 * len(stats))], stats[min(len(stats) - 1, int(0.975 * len(stats)))]
+
+
+def prompt_values(metrics: Iterable[Mapping[str, Any]], key: str) -> dict[str, list[float]]:
+    """Each prompt's (:func:`prompt_key`) episode values of ``key``.
+
+    ``key`` is ``success``, ``format`` or ``correct`` (the team's,
+    :func:`team_outcome`) or ``team_reward``: what :func:`bootstrap_ci` and
+    :func:`bootstrap_ci_over_seeds` resample.
+
+    >>> prompt_values([{"task_id": "a", "success": True}, {"task_id": "a"}], "success")
+    {'a': [1.0, 0.0]}
+    """
+    if key not in (*_TEAM_KEYS, "team_reward"):
+        raise ValueError(f"key must be one of {[*_TEAM_KEYS, 'team_reward']}, got {key!r}")
+    out: dict[str, list[float]] = {}
+    for k, m in enumerate(_episodes(metrics)):
+        value = _number(m.get(key)) if key == "team_reward" else team_outcome(m)[key]
+        out.setdefault(prompt_key(m, k), []).append(value)
+    return out
+
+
 def team_outcome(m: Mapping[str, Any]) -> dict[str, float]:
     """An episode's team ``success``, ``format`` and ``correct`` (1.0/0.0; the graded role's).
 
@@ -241,16 +296,6 @@ def team_outcome(m: Mapping[str, Any]) -> dict[str, float]:
         "format": float(role_format_ok(graded)),
         "correct": float(role_correct(graded)),
     }
-
-
-def _by_prompt(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, list[float]]]:
-    """Team success/format/correct values grouped by prompt (:func:`prompt_key`), per key."""
-    out: dict[str, dict[str, list[float]]] = {key: {} for key in _TEAM_KEYS}
-    for k, m in enumerate(rows):
-        prompt = prompt_key(m, k)
-        for key, value in team_outcome(m).items():
-            out[key].setdefault(prompt, []).append(value)
-    return out
 
 
 def summarize_episodes(metrics: Iterable[Mapping[str, Any]]) -> EpisodeSummary:
@@ -329,14 +374,8 @@ def prompt_intervals(metrics: Iterable[Mapping[str, Any]]) -> dict[str, list[flo
     True
     """
     rows = _episodes(metrics)
-    grouped = _by_prompt(rows)
     out: dict[str, list[float] | None] = {}
-    for key in _TEAM_KEYS:
-        ci = bootstrap_ci(grouped[key])
-        out[f"{key}_rate"] = list(ci) if ci else None
-    rewards: dict[str, list[float]] = {}
-    for k, m in enumerate(rows):
-        rewards.setdefault(prompt_key(m, k), []).append(_number(m.get("team_reward")))
-    ci = bootstrap_ci(rewards)
-    out["team_reward"] = list(ci) if ci else None
+    for key in (*_TEAM_KEYS, "team_reward"):
+        ci = bootstrap_ci(prompt_values(rows, key))
+        out[key if key == "team_reward" else f"{key}_rate"] = list(ci) if ci else None
     return out

@@ -69,3 +69,47 @@ def test_prompt_intervals_resample_prompts() -> None:
     scored = [{"task_id": f"p{i}", "team_reward": (i % 4) / 4} for i in range(40)]
     lo, hi = prompt_intervals(scored)["team_reward"]
     assert lo < 0.375 < hi and hi - lo < 0.4
+
+
+def test_seeds_evaluated_on_the_same_prompts_count_the_prompts_once() -> None:
+    from flexmg.metrics import bootstrap_ci, bootstrap_ci_over_seeds, prompt_values
+
+    table = {f"p{i}": [float(i % 3 == 0)] * (1 + i % 2) for i in range(40)}
+    width = lambda ci: ci[1] - ci[0]  # noqa: E731
+    one = bootstrap_ci(table)
+    shared = bootstrap_ci_over_seeds([table] * 3, shared_prompts=True)
+    apart = bootstrap_ci_over_seeds([table] * 3)
+    assert one and shared and apart
+    # three identical seeds on one prompt set are one seed's evidence, not three
+    assert abs(width(shared) - width(one)) < 0.2 * width(one)
+    assert width(apart) < 0.75 * width(one)  # what treating the prompts as new would claim
+    better = {p: [1.0] * len(v) for p, v in table.items()}
+    assert width(bootstrap_ci_over_seeds([table, better], shared_prompts=True)) > width(shared)
+    assert bootstrap_ci_over_seeds([{"a": [1.0]}] * 2, shared_prompts=True) is None
+    episodes = [{"task_id": "a", "team_reward": 0.5}, {"task_id": "a", "success": True}]
+    assert prompt_values(episodes, "team_reward") == {"a": [0.5, 0.0]}
+    with pytest.raises(ValueError, match="key must be one of"):
+        prompt_values(episodes, "score")
+
+
+def test_learning_curve_intervals_over_seeds_and_shared_prompts(tmp_path) -> None:
+    from flexmg.agents.evaluation import write_eval_episodes
+    from helpers import load_benchmark
+
+    learning_curve = load_benchmark("learning_curve")
+    runs = []
+    for seed, right in enumerate((30, 34)):  # of 40 prompts, right at the end
+        run = tmp_path / f"seed{seed}"
+        start = [{"task_id": f"p{i}", "success": i < 10} for i in range(40)]
+        end = [{"task_id": f"p{i}", "success": i < right} for i in range(40)]
+        write_eval_episodes(run, 0, start)
+        write_eval_episodes(run, 30, end)
+        runs.append(run)
+    pooled = learning_curve.over_seeds(runs)
+    s = pooled["success"]
+    assert (s["seeds"], s["prompts"], s["start"], s["end"]) == (2, 40, 0.25, 0.8)
+    assert s["gain"] == pytest.approx(0.55)
+    assert s["start_ci"][0] < 0.25 < s["start_ci"][1] and s["end_ci"][0] < 0.8 < s["end_ci"][1]
+    assert 0 < s["gain_ci"][0] < 0.55 < s["gain_ci"][1]
+    (tmp_path / "bare").mkdir()
+    assert learning_curve.over_seeds([*runs, tmp_path / "bare"]) is None

@@ -10,6 +10,11 @@ pytest.importorskip("peft")
 
 from flexmg.agents import cli  # noqa: E402
 from flexmg.agents.checkpoint import CheckpointError, list_checkpoints  # noqa: E402
+from flexmg.agents.evaluation import (  # noqa: E402
+    evaluation_record,
+    read_eval_episodes,
+    saved_eval_updates,
+)
 from flexmg.agents.trainer import TrainConfig, Trainer, read_metrics  # noqa: E402
 
 TIMING_KEYS = {"seconds", "wall_seconds"}
@@ -74,6 +79,14 @@ def test_run_folder_and_exact_resume(small_model, tmp_path, algo, level):
     assert summary["updates"] == 3 and summary["seed"] == 3 and summary == full
     evals = [r for r in read_metrics(run) if r["kind"] == "eval"]
     assert [e["update"] for e in evals] == [0, 2, 3]
+    assert saved_eval_updates(run) == [0, 2, 3]  # each evaluation's episodes are kept
+    for e in evals:
+        episodes = read_eval_episodes(run, e["update"])
+        assert len(episodes) == e["episodes"]
+        saved = evaluation_record(episodes)
+        assert {k: saved[k] for k in ("success_rate", "success_rate_ci", "prompts")} == {
+            k: e[k] for k in ("success_rate", "success_rate_ci", "prompts")
+        }
 
     # interrupted after 1 update, then resumed
     part = tmp_path / "part"
@@ -83,6 +96,9 @@ def test_run_folder_and_exact_resume(small_model, tmp_path, algo, level):
     assert _strip(read_metrics(part)) == _strip(read_metrics(run))
     resumed = json.loads((part / "summary.json").read_text())
     assert resumed["evals"] == summary["evals"]
+    assert [read_eval_episodes(part, u) for u in (0, 2, 3)] == [
+        read_eval_episodes(run, u) for u in (0, 2, 3)
+    ]
 
 
 def test_corrupted_checkpoint_is_a_clear_error(small_model, tmp_path):

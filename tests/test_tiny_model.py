@@ -288,17 +288,20 @@ def test_warmstart_reproduces_the_shipped_checkpoint_prefix_exactly() -> None:
     """`python -m flexmg.agents.warmstart` (defaults) retraces the shipped run bit for bit.
 
     The whole rebuild (both stages) takes over an hour on one core (``--check`` runs
-    it); CI checks the first ``PREFIX_STEPS`` steps of stage 1 against the hash in
-    ``warmstart.json``.
+    it); CI checks the first ``PREFIX_STEPS`` steps of stage 1 against the hashes in
+    ``warmstart.json`` (the shipped run's, and the other CPU kinds' it was measured on).
     """
     _shipped()
     manifest = json.loads((TINY_ASSET_DIR / "warmstart.json").read_text())
     settings = {k: manifest[k] for k in warmstart.DEFAULTS if k in manifest}
     assert settings == {k: manifest.get(k) for k in warmstart.DEFAULTS}, "rebuild settings"
     model, info = warmstart.train(**settings, log_every=0, stop_after=warmstart.PREFIX_STEPS)
-    assert info["prefix_sha256"] == manifest["prefix_sha256"], (
-        "the 200-step prefix differs from the shipped run's. PyTorch's float kernels differ "
-        "between CPU models (the hash was recorded on the CI machines' CPU); this one runs "
-        f"{torch.backends.cpu.get_cpu_capability()} kernels on {_cpu_model()}"
+    # PyTorch's float kernels differ between CPU models: the shipped run's hash holds on
+    # the CPU that built it (the CI machines'), the others on the CPUs they were measured on.
+    known = {manifest["prefix_sha256"], *manifest.get("prefix_sha256_other_cpus", {}).values()}
+    assert info["prefix_sha256"] in known, (
+        "the 200-step prefix differs from every recorded one: either the warm start's code "
+        "changed, or this CPU computes floats unlike those it was measured on (this one runs "
+        f"{torch.backends.cpu.get_cpu_capability()} kernels on {_cpu_model()})"
     )
-    assert warmstart.weights_sha256(model) == manifest["prefix_sha256"]
+    assert warmstart.weights_sha256(model) == info["prefix_sha256"]

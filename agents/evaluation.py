@@ -187,20 +187,19 @@ def evaluate_policy(
 
     Returns :func:`evaluation_record` of the episodes (:func:`evaluate_episodes`).
     """
-    return evaluation_record(
-        evaluate_episodes(
-            policy,
-            env_id,
-            episodes,
-            seed,
-            env_kwargs,
-            split,
-            batch_size,
-            greedy,
-            vectorization,
-            replay_repeats,
-        )  # fmt: skip
+    episode_metrics = evaluate_episodes(
+        policy,
+        env_id,
+        episodes,
+        seed=seed,
+        env_kwargs=env_kwargs,
+        split=split,
+        batch_size=batch_size,
+        greedy=greedy,
+        vectorization=vectorization,
+        replay_repeats=replay_repeats,
     )
+    return evaluation_record(episode_metrics)
 
 
 def evaluate_episodes(

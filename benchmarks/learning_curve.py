@@ -65,7 +65,8 @@ def over_seeds(run_dirs: list[Path]) -> dict[str, dict[str, object]] | None:
     """Mean over seeds and 95% intervals over seeds and prompts, from the saved evaluations.
 
     Every seed is evaluated on the same held-out episodes, so the bootstrap draws one
-    prompt set per resample for all drawn seeds (``shared_prompts``). ``gain`` is
+    prompt set per resample for all drawn seeds (``shared_prompts``; runs given their
+    own eval sets are resampled each on its own). ``gain`` is
     paired: per episode, end minus start (the same episodes), so its interval is that
     of the improvement, not two overlapping intervals. None when a run saved no
     per-episode evaluation (trained before runs kept them).
@@ -87,10 +88,16 @@ def over_seeds(run_dirs: list[Path]) -> dict[str, dict[str, object]] | None:
             {p: [e - b for b, e in zip(s[p], f[p], strict=True)] for p in s}
             for s, f in zip(starts, finals, strict=True)
         ]
-        entry: dict[str, object] = {"seeds": len(run_dirs), "prompts": len(starts[0])}
+        # the seeds share their held-out prompts unless a run was given its own eval set
+        shared = all(set(t) == set(starts[0]) for t in starts)
+        entry: dict[str, object] = {
+            "seeds": len(run_dirs),
+            "prompts": len({p for t in starts for p in t}),
+            "shared_prompts": shared,
+        }
         for name, tables in (("start", starts), ("end", finals), ("gain", gains)):
             means = [episode_mean(t) or 0.0 for t in tables]
-            ci = bootstrap_ci_over_seeds(tables, shared_prompts=True)
+            ci = bootstrap_ci_over_seeds(tables, shared_prompts=shared)
             entry[name] = statistics.fmean(means)
             entry[f"{name}_ci"] = list(ci) if ci else None
         out[key] = entry
@@ -147,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     if pooled is None:
         print("no per-episode evaluations saved: no interval over seeds and prompts")
     else:
-        print(f"mean over {len(rows)} seeds [95% CI over seeds and the "
-              f"{pooled['success']['prompts']} shared prompts; gain paired per episode]:")  # fmt: skip
+        prompts = pooled["success"]["prompts"]
+        which = "shared" if pooled["success"]["shared_prompts"] else "(per-seed)"
+        print(f"mean over {len(rows)} seeds [95% CI over seeds and the {prompts} {which} "
+              "prompts; gain paired per episode]:")  # fmt: skip
         for key, p in pooled.items():
 
             def show(name: str, p: dict = p) -> str:

@@ -111,5 +111,11 @@ def test_learning_curve_intervals_over_seeds_and_shared_prompts(tmp_path) -> Non
     assert s["gain"] == pytest.approx(0.55)
     assert s["start_ci"][0] < 0.25 < s["start_ci"][1] and s["end_ci"][0] < 0.8 < s["end_ci"][1]
     assert 0 < s["gain_ci"][0] < 0.55 < s["gain_ci"][1]
+    assert s["shared_prompts"] is True
+    other = tmp_path / "other-prompts"
+    write_eval_episodes(other, 0, [{"task_id": f"q{i}", "success": i < 5} for i in range(40)])
+    write_eval_episodes(other, 30, [{"task_id": f"q{i}", "success": i < 20} for i in range(40)])
+    apart = learning_curve.over_seeds([*runs, other])["success"]
+    assert apart["shared_prompts"] is False and apart["prompts"] == 80
     (tmp_path / "bare").mkdir()
     assert learning_curve.over_seeds([*runs, tmp_path / "bare"]) is None

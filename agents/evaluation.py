@@ -165,41 +165,14 @@ def distinct_seed_plan(
     return played, copy_of
 
 
-def evaluate_policy(
-    policy: Any,
-    env_id: str,
-    episodes: int,
-    seed: int = 0,
-    env_kwargs: dict[str, Any] | None = None,
-    split: str = "eval",
-    batch_size: int = 64,
-    greedy: bool = True,
-    vectorization: str = "sync",
-    replay_repeats: bool = True,
-) -> dict[str, Any]:
+def evaluate_policy(policy: Any, env_id: str, episodes: int, **options: Any) -> dict[str, Any]:
     """Play ``episodes`` episodes of ``env_id`` (held-out split, greedy) and summarize them.
 
-    Episode ``k`` is seeded ``seed + k``. Under greedy decoding an episode is fixed by
-    its task, so with ``replay_repeats`` (the default) a task drawn by several seeds
-    is played once and its episode counted once per seed: the same figures as playing
-    them all, in less time. Pass ``replay_repeats=False`` for an env whose episodes
-    draw randomness after ``reset`` (a flexmg env draws only its task).
-
-    Returns :func:`evaluation_record` of the episodes (:func:`evaluate_episodes`).
+    ``options`` are those of :func:`evaluate_episodes` (``seed``, ``env_kwargs``,
+    ``split``, ``batch_size``, ``greedy``, ``vectorization``, ``replay_repeats``).
+    Returns :func:`evaluation_record` of the episodes.
     """
-    episode_metrics = evaluate_episodes(
-        policy,
-        env_id,
-        episodes,
-        seed=seed,
-        env_kwargs=env_kwargs,
-        split=split,
-        batch_size=batch_size,
-        greedy=greedy,
-        vectorization=vectorization,
-        replay_repeats=replay_repeats,
-    )
-    return evaluation_record(episode_metrics)
+    return evaluation_record(evaluate_episodes(policy, env_id, episodes, **options))
 
 
 def evaluate_episodes(
@@ -214,10 +187,14 @@ def evaluate_episodes(
     vectorization: str = "sync",
     replay_repeats: bool = True,
 ) -> list[dict[str, Any]]:
-    """The metrics of each episode :func:`evaluate_policy` summarizes, in seed order.
+    """The metrics of each held-out episode (greedy by default), in seed order.
 
-    Episode ``k``'s dict is the env's metrics of seed ``seed + k``; a repeated task's
-    episode (``replay_repeats``) is the same dict as its first draw's.
+    Episode ``k`` is seeded ``seed + k``. Under greedy decoding an episode is fixed by
+    its task, so with ``replay_repeats`` (the default) a task drawn by several seeds
+    is played once and its episode (the same dict) counted once per seed: the same
+    figures as playing them all, in less time. Pass ``replay_repeats=False`` for an
+    env whose episodes draw randomness after ``reset`` (a flexmg env draws only its
+    task).
     """
     kwargs = {**(env_kwargs or {}), "split": split}
     seeds = list(range(seed, seed + episodes))

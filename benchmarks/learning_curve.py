@@ -74,16 +74,18 @@ def over_seeds(run_dirs: list[Path]) -> dict[str, dict[str, object]] | None:
     from flexmg.agents.evaluation import read_eval_episodes, saved_eval_updates
     from flexmg.metrics import bootstrap_ci_over_seeds, episode_mean, prompt_values
 
-    ends = []
+    first_last = []  # each run's first and last evaluation
     for run in run_dirs:
         updates = saved_eval_updates(run)
         if len(updates) < 2:
             return None
-        ends.append((read_eval_episodes(run, updates[0]), read_eval_episodes(run, updates[-1])))
+        first_last.append(
+            (read_eval_episodes(run, updates[0]), read_eval_episodes(run, updates[-1]))
+        )
     out: dict[str, dict[str, object]] = {}
     for key in ("success", "correct", "team_reward"):
-        starts = [prompt_values(a, key) for a, _ in ends]
-        finals = [prompt_values(b, key) for _, b in ends]
+        starts = [prompt_values(a, key) for a, _ in first_last]
+        finals = [prompt_values(b, key) for _, b in first_last]
         gains = [
             {p: [e - b for b, e in zip(s[p], f[p], strict=True)] for p in s}
             for s, f in zip(starts, finals, strict=True)
@@ -102,6 +104,12 @@ def over_seeds(run_dirs: list[Path]) -> dict[str, dict[str, object]] | None:
             entry[f"{name}_ci"] = list(ci) if ci else None
         out[key] = entry
     return out
+
+
+def _with_ci(name: str, value: float, ci: list[float] | None) -> str:
+    """``name value [low, high]``, signed for the gain."""
+    fmt = "+.3f" if name == "gain" else ".3f"
+    return f"{name} {value:{fmt}}" + (f" [{ci[0]:{fmt}}, {ci[1]:{fmt}}]" if ci else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,14 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mean over {len(rows)} seeds [95% CI over seeds and the {prompts} {which} "
               "prompts; gain paired per episode]:")  # fmt: skip
         for key, p in pooled.items():
-
-            def show(name: str, p: dict = p) -> str:
-                value, ci = p[name], p[f"{name}_ci"]
-                fmt = "+.3f" if name == "gain" else ".3f"
-                lim = f" [{ci[0]:{fmt}}, {ci[1]:{fmt}}]" if ci else ""
-                return f"{name} {value:{fmt}}{lim}"
-
-            print(f"{key:>15}: {show('start')}  {show('end')}  {show('gain')}")
+            shown = [_with_ci(name, p[name], p[f"{name}_ci"]) for name in ("start", "end", "gain")]
+            print(f"{key:>15}: " + "  ".join(shown))
     figures = ("eval_start", "eval_end", "gain", "correct_start", "correct_end", "reward_start",
                "reward_end", "mean_rounds_start", "mean_rounds_end")  # fmt: skip
     result = {"algo": args.algo, "env": args.env, "preset": args.preset, "extra": args.extra,

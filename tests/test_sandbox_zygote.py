@@ -18,29 +18,13 @@ from flexmg.sandboxes.inside.zygote import Spare, Zygote
 
 def _spare_with_dead_judge() -> tuple[Spare, dict[str, int]]:
     """A spare whose fresh judge is gone (its job pipe has no reader); the peer ends."""
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    ci_r, ci_w = os.pipe()
-    co_r, co_w = os.pipe()
-    si_r, si_w = os.pipe()
-    jo_r, jo_w = os.pipe()
-    ji_r, ji_w = os.pipe()
-    os.close(ji_r)  # the judge was killed: nobody will read its job
-    sp = Spare(
-        ["runner", "judge"],
-        out_r=out_r,
-        err_r=err_r,
-        si_w=si_w,
-        jo_r=jo_r,
-        ji_w=ji_w,
-        out_w=out_w,
-        err_w=err_w,
-        ci_w=ci_w,
-        co_r=co_r,
-        jo_w=jo_w,
-    )
+    ends: dict[str, int] = {}
+    for pipe in ("out", "err", "ci", "co", "si", "jo", "ji"):
+        ends[f"{pipe}_r"], ends[f"{pipe}_w"] = os.pipe()
+    os.close(ends.pop("ji_r"))  # the judge was killed: nobody will read its job
+    sp = Spare(["runner", "judge"], **{name: ends.pop(name) for name in Spare.FDS})
     sp.runner, sp.judge = 101, 102
-    return sp, {"ci_r": ci_r, "co_w": co_w, "si_r": si_r}
+    return sp, ends  # what is left: the runner's ends (ci_r, co_w, si_r)
 
 
 def _bare_zygote() -> Zygote:

@@ -57,7 +57,7 @@ from flexmg.baselines.stats import mean_ci
 from flexmg.io import atomic_write_json
 from flexmg.metrics import summarize_episodes
 from flexmg.protocols import VectorEnv
-from flexmg.tasks import EVAL_SEED_OFFSET, stable_hash
+from flexmg.tasks import EVAL_SEED_OFFSET, check_split, stable_hash
 from flexmg.vector import EpisodeResult
 
 __all__ = [
@@ -206,8 +206,7 @@ class LeaderboardConfig:
             raise ValueError(
                 f"vectorization must be 'sync', 'async' or 'ray', got {self.vectorization!r}"
             )
-        if self.split not in ("train", "eval", "all"):
-            raise ValueError(f"split must be 'eval', 'train' or 'all', got {self.split!r}")
+        check_split(self.split)
         self.env_kwargs = dict(self.env_kwargs or {})
 
     KEYS = (

@@ -19,7 +19,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-Split = Literal["train", "eval", "all"]
+Split = Literal["train", "eval", "test", "all"]
+SPLITS: tuple[str, ...] = ("train", "eval", "test", "all")
+"""The splits every task source takes: three disjoint parts and their union."""
+
+EVAL_FRACTION = 0.2
+"""Default share of problems held out for evaluation during training (curves, tuning)."""
+TEST_FRACTION = 0.2
+"""Default share of problems held out for final reports only (nothing is tuned on them)."""
 
 # Seeds at or above this value address the held-out evaluation stream of
 # procedural sources; training seeds live below it. Keeping the two streams
@@ -71,13 +78,72 @@ def stable_hash(*parts: object) -> int:
     return int.from_bytes(h.digest(), "little")
 
 
-def in_eval_split(task_id: str, eval_fraction: float = 0.2) -> bool:
-    """Deterministic train/eval assignment of a dataset record by its id.
+def check_split(split: object, fractions: tuple[float, float] | None = None) -> None:
+    """Raise ``ValueError`` unless ``split`` is a split name and the fractions leave a train part.
 
-    >>> isinstance(in_eval_split("gsm8k/17"), bool)
+    >>> check_split("dev")
+    Traceback (most recent call last):
+    ...
+    ValueError: split must be one of 'train', 'eval', 'test', 'all'; got 'dev'
+    >>> check_split("test", (0.5, 0.5))
+    Traceback (most recent call last):
+    ...
+    ValueError: eval_fraction + test_fraction must leave a train part: got 0.5 + 0.5
+    """
+    if split not in SPLITS:
+        names = ", ".join(repr(s) for s in SPLITS)
+        raise ValueError(f"split must be one of {names}; got {split!r}")
+    if fractions is None:
+        return
+    eval_fraction, test_fraction = fractions
+    for name, value, low in (("eval_fraction", eval_fraction, 0.0),
+                             ("test_fraction", test_fraction, -1.0)):  # fmt: skip
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value < 1:
+            bound = "strictly between 0 and 1" if low == 0.0 else "in [0, 1)"
+            raise ValueError(f"{name} must be {bound}, got {value!r}")
+    if eval_fraction + test_fraction >= 1.0:
+        raise ValueError(
+            "eval_fraction + test_fraction must leave a train part: "
+            f"got {eval_fraction} + {test_fraction}"
+        )
+
+
+def split_of(
+    key: str, eval_fraction: float = EVAL_FRACTION, test_fraction: float = TEST_FRACTION
+) -> str:
+    """The split (``"train"``, ``"eval"`` or ``"test"``) of a problem, by a hash of ``key``.
+
+    ``key`` is what makes two problems the same (a dataset record id, a
+    generator's canonical form), so equivalent problems never straddle splits.
+    The hash's first ``eval_fraction`` is eval, the next ``test_fraction`` is
+    test, the rest is train: changing ``test_fraction`` never moves a problem
+    in or out of eval.
+
+    >>> split_of("gsm8k/17") in ("train", "eval", "test")
+    True
+    >>> sum(split_of(str(i)) == "test" for i in range(10_000)) / 10_000
+    0.2071
+    """
+    bucket = stable_hash("split", key) % 10_000
+    if bucket < int(eval_fraction * 10_000):
+        return "eval"
+    if bucket < int(round((eval_fraction + test_fraction) * 10_000)):
+        return "test"
+    return "train"
+
+
+def in_split(
+    key: str,
+    split: str,
+    eval_fraction: float = EVAL_FRACTION,
+    test_fraction: float = TEST_FRACTION,
+) -> bool:
+    """Whether the problem named ``key`` belongs to ``split`` (``"all"``: always).
+
+    >>> in_split("gsm8k/17", "all")
     True
     """
-    return (stable_hash("split", task_id) % 10_000) < int(eval_fraction * 10_000)
+    return split == "all" or split_of(key, eval_fraction, test_fraction) == split
 
 
 class ListTaskSource:
@@ -85,9 +151,10 @@ class ListTaskSource:
 
     Args:
         tasks: the tasks.
-        split: ``"train"``, ``"eval"`` or ``"all"``; the split is decided per
-            task id by :func:`in_eval_split`, so it never overlaps.
+        split: ``"train"``, ``"eval"``, ``"test"`` or ``"all"``; the split is
+            decided per task id by :func:`split_of`, so they never overlap.
         eval_fraction: share of tasks held out for evaluation.
+        test_fraction: share of tasks held out for final reports.
         name: a label used in logs.
 
     >>> src = ListTaskSource([Task(id=str(i), prompt="p") for i in range(10)], split="all")
@@ -99,16 +166,12 @@ class ListTaskSource:
         self,
         tasks: Sequence[Task],
         split: Split = "all",
-        eval_fraction: float = 0.2,
+        eval_fraction: float = EVAL_FRACTION,
         name: str = "list",
+        test_fraction: float = TEST_FRACTION,
     ) -> None:
-        if split not in ("train", "eval", "all"):
-            raise ValueError(f"split must be 'train', 'eval' or 'all', got {split!r}")
-        if split == "all":
-            chosen = list(tasks)
-        else:
-            want_eval = split == "eval"
-            chosen = [t for t in tasks if in_eval_split(t.id, eval_fraction) == want_eval]
+        check_split(split, (eval_fraction, test_fraction))
+        chosen = [t for t in tasks if in_split(t.id, split, eval_fraction, test_fraction)]
         if not chosen:
             raise ValueError(
                 f"task source {name!r} has no tasks in split {split!r} "

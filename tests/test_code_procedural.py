@@ -262,7 +262,7 @@ def test_the_difficulty_table_is_valid_and_a_custom_config_is_used():
         ({"difficulty": "12"}, ValueError),
         ({"seed": "0"}, ValueError),
         ({"eval_fraction": "0.2"}, ValueError),
-        ({"split": "test"}, ValueError),
+        ({"split": "dev"}, ValueError),
         ({"eval_fraction": 1.0}, ValueError),
         ({"config": {"n_tests": 3}}, TypeError),
     ],

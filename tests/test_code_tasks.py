@@ -172,14 +172,15 @@ def test_loader_errors_are_clear(tmp_path: Path) -> None:
 
 
 def test_source_splits_never_overlap_and_cover_everything() -> None:
-    train = make_code_source("builtin", split="train")
-    held = make_code_source("builtin", split="eval")
+    ids = {
+        split: {t.id for t in make_code_source("builtin", split=split).tasks}
+        for split in ("train", "eval", "test")
+    }
     every = make_code_source("builtin", split="all")
-    train_ids = {t.id for t in train.tasks}
-    eval_ids = {t.id for t in held.tasks}
-    assert not train_ids & eval_ids
-    assert train_ids | eval_ids == {t.id for t in every.tasks}
-    assert len(every) == len(builtin_tasks()) and len(held) > 0
+    assert not ids["train"] & ids["eval"] and not ids["train"] & ids["test"]
+    assert not ids["eval"] & ids["test"]
+    assert ids["train"] | ids["eval"] | ids["test"] == {t.id for t in every.tasks}
+    assert len(every) == len(builtin_tasks()) and ids["eval"] and ids["test"]
 
 
 def test_source_is_deterministic_by_index() -> None:

@@ -15,7 +15,7 @@ from flexmg.env import prompt_id
 from flexmg.envs.math import GENERATORS, distinct_prompts, make_math_source
 from flexmg.envs.math.generators import ArithmeticGenerator
 from flexmg.envs.math.generators.expression import canonical_expression, evaluate
-from flexmg.tasks import in_eval_split
+from flexmg.tasks import split_of
 
 
 def test_every_generator_has_a_config_table_for_every_difficulty() -> None:
@@ -122,7 +122,7 @@ def test_commuted_twins_never_straddle_the_splits() -> None:
             a, op, b = re.fullmatch(r"What is (\d+) ([-+]) (\d+)\?", task.prompt).groups()
             if op == "+":
                 twin = f"{b} + {a}"
-                assert in_eval_split(canonical_expression(twin)) == (split_source is evals)
+                assert split_of(canonical_expression(twin)) == split_source.split
 
 
 def test_enumeration_covers_every_draw() -> None:
@@ -147,17 +147,17 @@ def test_default_task_holds_out_at_least_300_distinct_prompts() -> None:
     assert len(held_out) >= 300
     train = set(distinct_prompts(split="train"))
     assert not train & set(held_out)
-    train_forms = {
-        p.canonical
-        for p in ArithmeticGenerator(split="train").problems()
-        if in_eval_split(p.canonical) is False
+    forms = {
+        split: {
+            p.canonical
+            for p in ArithmeticGenerator(split=split).problems()
+            if split_of(p.canonical) == split
+        }
+        for split in ("train", "eval", "test")
     }
-    eval_forms = {
-        p.canonical
-        for p in ArithmeticGenerator(split="eval").problems()
-        if in_eval_split(p.canonical)
-    }
-    assert train_forms and eval_forms and not train_forms & eval_forms
+    assert all(forms.values())
+    assert not forms["train"] & forms["eval"] and not forms["train"] & forms["test"]
+    assert not forms["eval"] & forms["test"]
     # the env's eval episodes draw from exactly that set, and reach most of it
     env = flexmg.make("math-2agent", split="eval")
     seen, prompt_ids = set(), set()

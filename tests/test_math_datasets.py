@@ -83,8 +83,7 @@ def test_dataset_sources_split_without_overlap() -> None:
     path = DATA / FILES["gsm8k"]
     if not path.is_file():
         pytest.skip(f"benchmark data not found at {path}")
-    train, evals = make_math_source(path), make_math_source(path, split="eval")
-    assert len(train) + len(evals) == len(load_file(path))
-    assert not {train.get(i).id for i in range(len(train))} & {
-        evals.get(i).id for i in range(len(evals))
-    }
+    parts = [make_math_source(path, split=split) for split in ("train", "eval", "test")]
+    ids = [{part.get(i).id for i in range(len(part))} for part in parts]
+    assert sum(len(part) for part in parts) == len(load_file(path))
+    assert len(set().union(*ids)) == sum(len(i) for i in ids)

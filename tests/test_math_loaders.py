@@ -150,11 +150,13 @@ def test_make_math_source_variants(tmp_path: Path) -> None:
 
 def test_make_math_source_splits_never_overlap(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "gsm.jsonl", GSM8K)
-    train, evals = make_math_source(path), make_math_source(path, split="eval")
-    train_ids = {train.get(i).id for i in range(len(train))}
-    eval_ids = {evals.get(i).id for i in range(len(evals))}
-    assert train_ids and eval_ids and not train_ids & eval_ids
-    assert len(train_ids) + len(eval_ids) == len(GSM8K)
+    ids = {}
+    for split in ("train", "eval", "test"):
+        source = make_math_source(path, split=split)
+        ids[split] = {source.get(i).id for i in range(len(source))}
+    assert all(ids.values())
+    assert sum(len(part) for part in ids.values()) == len(set().union(*ids.values()))
+    assert len(set().union(*ids.values())) == len(GSM8K)
 
 
 def test_make_math_source_errors(tmp_path: Path) -> None:

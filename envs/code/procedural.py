@@ -36,7 +36,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from flexmg.tasks import Split, Task, TaskSource, in_eval_split, stable_hash
+from flexmg.tasks import (
+    EVAL_FRACTION,
+    TEST_FRACTION,
+    Split,
+    Task,
+    TaskSource,
+    check_split,
+    in_split,
+    stable_hash,
+)
 
 from .procedural_spec import (
     COMPARISONS,
@@ -405,18 +414,14 @@ class ProceduralCodeTasks:
         difficulty: int | Iterable[int] | None = None,
         seed: int = 0,
         split: Split = "train",
-        eval_fraction: float = 0.2,
+        eval_fraction: float = EVAL_FRACTION,
         config: ProceduralCodeConfig | None = None,
+        test_fraction: float = TEST_FRACTION,
     ) -> None:
         self.levels = _levels(difficulty)
-        if split not in ("train", "eval", "all"):
-            raise ValueError(f"split must be 'train', 'eval' or 'all', got {split!r}")
+        check_split(split, (eval_fraction, test_fraction))
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"seed must be an int, got {seed!r}")
-        if not isinstance(eval_fraction, (int, float)) or not 0.0 < eval_fraction < 1.0:
-            raise ValueError(
-                f"eval_fraction must be strictly between 0 and 1, got {eval_fraction!r}"
-            )
         if config is not None:
             if not isinstance(config, ProceduralCodeConfig):
                 raise TypeError(
@@ -427,6 +432,7 @@ class ProceduralCodeTasks:
         self.seed = seed
         self.split = split
         self.eval_fraction = eval_fraction
+        self.test_fraction = test_fraction
         self.name = f"code-{self.family}-d{''.join(str(d) for d in self.levels)}"
 
     def level_of(self, index: int) -> int:
@@ -450,9 +456,7 @@ class ProceduralCodeTasks:
             if _degenerate(spec, outcomes):
                 continue
             form = canonical_form(spec, outcomes)
-            if self.split == "all" or in_eval_split(form, self.eval_fraction) == (
-                self.split == "eval"
-            ):
+            if in_split(form, self.split, self.eval_fraction, self.test_fraction):
                 return self._task(spec, form, level, index, cfg)
         raise RuntimeError(
             f"{self.name}: no task landed in split {self.split!r} after {MAX_REDRAWS} draws"
@@ -528,7 +532,7 @@ def reference_solution(task: Task) -> str:
 
     >>> print(reference_solution(ProceduralCodeTasks(difficulty=1, seed=2).get(0)), end="")
     def f(xs):
-        return max(xs)
+        return sum(xs)
     """
     return render_code(_spec_of(task))
 

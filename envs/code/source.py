@@ -15,7 +15,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from flexmg.tasks import ListTaskSource, Split, Task, TaskSource
+from flexmg.tasks import EVAL_FRACTION, TEST_FRACTION, ListTaskSource, Split, Task, TaskSource
 
 from .loaders import builtin_tasks, load_tasks
 from .procedural import CODE_GENERATORS
@@ -76,6 +76,7 @@ def _procedural(
     split: Split,
     difficulty: int | Iterable[int] | None,
     eval_fraction: float,
+    test_fraction: float,
 ) -> TaskSource:
     config = {"name": tasks} if isinstance(tasks, str) else dict(tasks)
     name = config.pop("name", None)
@@ -86,12 +87,13 @@ def _procedural(
     if difficulty is not None:
         config["difficulty"] = difficulty
     config.setdefault("eval_fraction", eval_fraction)
+    config.setdefault("test_fraction", test_fraction)
     try:
         return CODE_GENERATORS[name](split=split, **config)
     except TypeError as e:
         raise ValueError(
             f"bad options for code task family {name!r}: {e}; it takes difficulty, seed, "
-            "eval_fraction and config"
+            "eval_fraction, test_fraction and config"
         ) from None
 
 
@@ -99,7 +101,8 @@ def make_code_source(
     tasks: TaskSpec = None,
     split: Split = "train",
     difficulty: int | Iterable[int] | None = None,
-    eval_fraction: float = 0.2,
+    eval_fraction: float = EVAL_FRACTION,
+    test_fraction: float = TEST_FRACTION,
 ) -> TaskSource:
     """A deterministic code task source.
 
@@ -110,12 +113,13 @@ def make_code_source(
             :class:`~flexmg.envs.code.procedural.ProceduralCodeTasks`),
             ``"builtin"`` (the built-in set), a path to a HumanEval / MBPP
             file (see :func:`load_tasks`), or a list of Task.
-        split: ``"train"``, ``"eval"`` or ``"all"``; train and eval never
-            overlap (decided per task id for finite sets, per canonical form
-            for the procedural family).
+        split: ``"train"``, ``"eval"``, ``"test"`` or ``"all"``; the three parts
+            never overlap (decided per task id for finite sets, per canonical
+            form for the procedural family).
         difficulty: only this level or these levels (1..5 for the procedural
             family, 1..3 for task sets).
         eval_fraction: share of tasks held out for ``"eval"``.
+        test_fraction: share of tasks held out for ``"test"`` (final reports).
 
     >>> train = make_code_source("builtin", split="train")
     >>> held_out = make_code_source("builtin", split="eval")
@@ -125,7 +129,7 @@ def make_code_source(
     if tasks is None:
         tasks = DEFAULT_CODE_TASKS
     if isinstance(tasks, Mapping) or (isinstance(tasks, str) and tasks in CODE_GENERATORS):
-        return _procedural(tasks, split, difficulty, eval_fraction)
+        return _procedural(tasks, split, difficulty, eval_fraction, test_fraction)
     items, name = _resolve(tasks)
     levels = _levels(difficulty)
     if levels is not None:
@@ -133,4 +137,6 @@ def make_code_source(
         name = f"{name}-d{''.join(str(x) for x in sorted(levels))}"
         if not items:
             raise ValueError(f"no code tasks of difficulty {sorted(levels)} in {name!r}")
-    return ListTaskSource(items, split=split, eval_fraction=eval_fraction, name=name)
+    return ListTaskSource(
+        items, split=split, eval_fraction=eval_fraction, test_fraction=test_fraction, name=name
+    )

@@ -40,9 +40,10 @@ def make_math_source(tasks: Any = None, split: Split = "train", **cfg: Any) -> T
             ``{"name": ..., "difficulty": ..., **config fields}`` (e.g.
             ``{"name": "arithmetic", "max_operand": 50, "ops": "+-"}``), a path to a dataset file, a
             Hugging Face ``datasets.Dataset``, or a list of :class:`Task`.
-        split: ``"train"``, ``"eval"`` or ``"all"``; train and eval never overlap.
-        **cfg: generator kwargs (``difficulty``, ``seed``, ``eval_fraction``), or
-            for finite sources ``eval_fraction`` and ``name``.
+        split: ``"train"``, ``"eval"``, ``"test"`` or ``"all"``; the three parts never
+            overlap.
+        **cfg: generator kwargs (``difficulty``, ``seed``, ``eval_fraction``,
+            ``test_fraction``), or for finite sources those fractions and ``name``.
 
     >>> make_math_source().get(0).meta["generator"]
     'arithmetic'
@@ -61,7 +62,7 @@ def make_math_source(tasks: Any = None, split: Split = "train", **cfg: Any) -> T
         return GENERATORS[name](split=split, **{**config, **cfg})
     if isinstance(tasks, str) and tasks in GENERATORS:
         return GENERATORS[tasks](split=split, **cfg)
-    finite_cfg = {k: v for k, v in cfg.items() if k in ("eval_fraction", "name")}
+    finite_cfg = {k: v for k, v in cfg.items() if k in ("eval_fraction", "test_fraction", "name")}
     unknown = set(cfg) - set(finite_cfg)
     if isinstance(tasks, (str, Path)):
         path = Path(tasks)
@@ -88,7 +89,7 @@ def _no_extra(unknown: set[str]) -> None:
     if unknown:
         raise ValueError(
             f"unexpected options {sorted(unknown)} for a finite task source; "
-            "only 'eval_fraction' and 'name' apply (generator options need a generator name)"
+            "only 'eval_fraction', 'test_fraction' and 'name' apply (generator options need a generator name)"
         )
 
 

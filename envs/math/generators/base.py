@@ -29,7 +29,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from flexmg.tasks import Split, Task, in_eval_split, stable_hash
+from flexmg.tasks import (
+    EVAL_FRACTION,
+    TEST_FRACTION,
+    Split,
+    Task,
+    check_split,
+    in_split,
+    stable_hash,
+)
 
 MAX_REDRAWS = 10_000
 DIFFICULTIES = (1, 2, 3, 4, 5)
@@ -117,8 +125,9 @@ class Generator(ABC):
     Args:
         difficulty: 1 (easiest) to 5; picks the base config from ``DIFFICULTY``.
         seed: selects an independent stream of tasks.
-        split: ``"train"``, ``"eval"`` or ``"all"``.
+        split: ``"train"``, ``"eval"``, ``"test"`` or ``"all"``.
         eval_fraction: share of canonical forms reserved for evaluation.
+        test_fraction: share of canonical forms reserved for final reports.
         config: a full config instead of the difficulty's.
         **fields: config fields that override the base config
             (``max_operand=50, ops="+-"``).
@@ -134,22 +143,18 @@ class Generator(ABC):
         difficulty: int = 1,
         seed: int = 0,
         split: Split = "train",
-        eval_fraction: float = 0.2,
+        eval_fraction: float = EVAL_FRACTION,
         config: GeneratorConfig | None = None,
+        test_fraction: float = TEST_FRACTION,
         **fields: Any,
     ) -> None:
         if isinstance(difficulty, bool) or difficulty not in DIFFICULTIES:
             raise ValueError(
                 f"{self.name}: difficulty must be an int from 1 to 5, got {difficulty!r}"
             )
-        if split not in ("train", "eval", "all"):
-            raise ValueError(f"split must be 'train', 'eval' or 'all', got {split!r}")
+        check_split(split, (eval_fraction, test_fraction))
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"seed must be an int, got {seed!r}")
-        if not isinstance(eval_fraction, (int, float)) or not 0.0 < eval_fraction < 1.0:
-            raise ValueError(
-                f"eval_fraction must be strictly between 0 and 1, got {eval_fraction!r}"
-            )
         base = self.difficulties[difficulty] if config is None else config
         if not isinstance(base, self.config_class):
             raise TypeError(
@@ -161,7 +166,7 @@ class Generator(ABC):
         if unknown:
             raise ValueError(
                 f"{self.name}: unknown option(s) {unknown}; the generator's options are "
-                f"difficulty, seed, eval_fraction and the config fields {known}"
+                f"difficulty, seed, eval_fraction, test_fraction and the config fields {known}"
             )
         self.config = dataclasses.replace(base, **fields)
         self.config.validate()
@@ -169,6 +174,7 @@ class Generator(ABC):
         self.seed = seed
         self.split = split
         self.eval_fraction = float(eval_fraction)
+        self.test_fraction = float(test_fraction)
         custom = self.config != self.difficulties[difficulty]
         self._tag = f"d{difficulty}" + (
             f"-c{stable_hash(self.config) % 16**8:08x}" if custom else ""
@@ -190,9 +196,7 @@ class Generator(ABC):
 
     def in_split(self, problem: Problem) -> bool:
         """Whether ``problem`` belongs to this source's split."""
-        if self.split == "all":
-            return True
-        return in_eval_split(problem.canonical, self.eval_fraction) == (self.split == "eval")
+        return in_split(problem.canonical, self.split, self.eval_fraction, self.test_fraction)
 
     def distinct_prompts(self) -> list[str]:
         """The sorted distinct prompts of this split (generators with :meth:`problems`).

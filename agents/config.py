@@ -4,7 +4,7 @@
 :class:`PolicyConfig` (the team policy; "model" flags), :class:`PPOConfig`
 (the update; "PPO" flags) and :class:`SamplingConfig` (the sampling
 distribution) declare each field once, with its default, help, checks and
-flag (:mod:`flexmg.agents.config_fields`): their docstrings, validation,
+flag (:mod:`flexmg.settings`): their docstrings, validation,
 ``to_dict``/``from_dict`` and the command line all come from there.
 :class:`RunConfig` is a run folder's ``config.json`` read back into these types.
 The module imports no torch, so ``flexmg train --help`` stays fast.
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flexmg.agents.config_fields import Check, Settings, documented, setting
+from flexmg.settings import Check, Settings, documented, setting
 
 __all__ = [
     "DTYPE_NAMES",

@@ -49,7 +49,7 @@ PRESETS: dict[str, tuple[str, list[str]]] = {
 def run_seed(seed: int, algo: str, env: str, out: Path, extra: list[str]) -> dict:
     """Train one seed in a subprocess and return its summary.json (plus the wall time)."""
     run_dir = out / f"{env}-{algo}-seed{seed}"
-    cmd = [sys.executable, "-m", "flexmg.agents.cli", "train", "--algo", algo, "--env", env,
+    cmd = [sys.executable, "-m", "flexmg.cli", "train", "--algo", algo, "--env", env,
            "--seed", str(seed), "--run-dir", str(run_dir), "--no-progress", *extra]  # fmt: skip
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True)

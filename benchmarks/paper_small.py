@@ -201,7 +201,7 @@ def check_run_matches(job: Job) -> str | None:
 
 def train_command(job: Job, args: argparse.Namespace) -> list[str]:
     """The ``flexmg train`` command of a job (resume when it has a checkpoint)."""
-    base = [sys.executable, "-m", "flexmg.agents.cli", "train"]
+    base = [sys.executable, "-m", "flexmg.cli", "train"]
     if run_state(job.run_dir, args.budget) == "partial":
         return [*base, "--resume", str(job.run_dir), "--updates", str(args.budget), "--no-progress"]
     cmd = [

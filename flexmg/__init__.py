@@ -68,15 +68,10 @@ def make_vec(env_id: str, num_envs: int, vectorization: str = "sync", **kwargs):
     return _make_vec(env_id, num_envs, vectorization=vectorization, **kwargs)
 
 
-def _register_builtin() -> None:
-    register(
-        "echo-v1",
-        "flexmg.examples.echo:EchoEnv",
-        description="toy: b must repeat the word a says (API example, no model needed)",
-    )
-    from flexmg.builtin_envs import register_builtin_envs
-
-    register_builtin_envs()
-
-
-_register_builtin()
+# The core's own example env; the env families register through the ``flexmg.envs``
+# entry point when the registry is first read (flexmg.registration).
+register(
+    "echo-v1",
+    "flexmg.examples.echo:EchoEnv",
+    description="toy: b must repeat the word a says (API example, no model needed)",
+)

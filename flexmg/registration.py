@@ -3,9 +3,15 @@
 Ids follow Gymnasium: ``name-vN``; an unversioned id resolves to the latest
 registered version. String entry points (``"module:attr"``) load lazily, so a
 missing optional dependency only matters when that env is made, and the error
-then names the extra to install. Third-party packages register envs through
-the Python entry-point group ``flexmg.envs`` (the entry point is a function
-called with no arguments, or a module whose import registers its envs).
+then names the extra to install. An id that is not registered but looks like
+``"package.module:factory"`` is made by calling that factory (no registration
+needed).
+
+Env packages register through the Python entry-point group ``flexmg.envs``
+(the entry point is a function called with no arguments, or a module whose
+import registers its envs). flexmg's own families are such a plugin
+(``flexmg.envs.families:register_envs``); the registry loads every plugin on
+its first lookup, so ``import flexmg`` imports no env family.
 
 Example:
     >>> import flexmg
@@ -14,6 +20,8 @@ Example:
     >>> env = flexmg.make("echo", horizon=2)
     >>> env.horizon
     2
+    >>> flexmg.make("flexmg.examples.echo:EchoEnv").possible_agents
+    ['a', 'b']
 """
 
 from __future__ import annotations
@@ -22,11 +30,13 @@ import difflib
 import importlib
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 _ID_RE = re.compile(r"^(?P<name>[A-Za-z0-9_.:/-]+?)(?:-v(?P<version>\d+))?$")
+# "package.module:factory": an env built by a function of the user's own module
+_FACTORY_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 # Top-level module of an optional dependency -> the flexmg extra that installs it.
 _EXTRA_FOR_MODULE = {
@@ -125,13 +135,50 @@ def parse_id(env_id: str) -> tuple[str, int | None]:
 
 
 class Registry(dict):
-    """id -> :class:`EnvSpec`, with Gymnasium-style version resolution."""
+    """id -> :class:`EnvSpec`, with Gymnasium-style version resolution.
 
-    _plugins_loaded = False
+    Reading it (``in``, iteration, ``len``, ``[id]``, ``keys``/``values``/``items``)
+    first loads the ``flexmg.envs`` entry-point plugins, once.
+    """
+
+    def __contains__(self, key: object) -> bool:
+        load_plugins()
+        return super().__contains__(key)
+
+    def __iter__(self) -> Iterator[str]:
+        load_plugins()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        load_plugins()
+        return super().__len__()
+
+    def __getitem__(self, key: str) -> EnvSpec:
+        load_plugins()
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        load_plugins()
+        return super().get(key, default)
+
+    def keys(self) -> Any:
+        load_plugins()
+        return super().keys()
+
+    def values(self) -> Any:
+        load_plugins()
+        return super().values()
+
+    def items(self) -> Any:
+        load_plugins()
+        return super().items()
 
     def resolve(self, env_id: str) -> EnvSpec:
-        """The spec for ``env_id`` (latest version when unversioned)."""
-        load_plugins()
+        """The spec for ``env_id`` (latest version when unversioned).
+
+        An id that is not registered but has the form ``"package.module:factory"``
+        gets an unregistered spec whose entry point is that factory.
+        """
         name, version = parse_id(env_id)
         if version is not None:
             key = f"{name}-v{version}"
@@ -153,11 +200,14 @@ class Registry(dict):
             versions = [s for s in self.values() if s.name == name]
             if versions:
                 return max(versions, key=_version)
+        if _FACTORY_RE.fullmatch(env_id.strip()):
+            return EnvSpec(id=env_id.strip(), entry_point=env_id.strip(), description="factory")
         close = difflib.get_close_matches(env_id, sorted(self), n=3, cutoff=0.5)
         hint = f" Did you mean {close}?" if close else ""
         raise UnknownEnvError(
             f"no env registered with id {env_id!r}.{hint} "
-            f"Run `flexmg list` (or flexmg.pprint_registry()) to see all ids."
+            f"Run `flexmg list` (or flexmg.pprint_registry()) to see all ids, or pass "
+            f"'package.module:factory' for an env built by your own function."
         )
 
 
@@ -198,7 +248,7 @@ def register(
         raise TypeError(
             f"entry_point must be a callable or a 'module:attr' string, got {type(entry_point).__name__}"
         )
-    if id in registry:
+    if dict.__contains__(registry, id):  # no plugin loading: a plugin may be registering
         warnings.warn(f"overriding env {id!r} in the flexmg registry", stacklevel=2)
     spec = EnvSpec(
         id=id, entry_point=entry_point, kwargs=dict(kwargs), description=description, extra=extra
@@ -225,7 +275,6 @@ def make(env_id: str, **kwargs: Any) -> Any:
 
 def pprint_registry(print_output: bool = True) -> str | None:
     """Print (or return) every registered id with its description."""
-    load_plugins()
     width = max((len(i) for i in registry), default=0)
     lines = [f"{i.ljust(width)}  {registry[i].description}".rstrip() for i in sorted(registry)]
     text = "\n".join(lines)
@@ -235,11 +284,18 @@ def pprint_registry(print_output: bool = True) -> str | None:
     return text
 
 
+_plugins = {"loaded": False}
+
+
 def load_plugins() -> None:
-    """Load third-party envs registered under the ``flexmg.envs`` entry-point group (once)."""
-    if Registry._plugins_loaded:
+    """Load the envs registered under the ``flexmg.envs`` entry-point group (once).
+
+    A third party's plugin that fails to load is reported as a warning (it must
+    not break flexmg); flexmg's own families failing is an error.
+    """
+    if _plugins["loaded"]:
         return
-    Registry._plugins_loaded = True
+    _plugins["loaded"] = True
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -247,7 +303,9 @@ def load_plugins() -> None:
             obj = ep.load()
             if callable(obj):
                 obj()
-        except Exception as err:  # a broken plugin must not break flexmg
+        except Exception as err:
+            if ep.value.startswith("flexmg."):
+                raise
             warnings.warn(
                 f"flexmg plugin {ep.name!r} ({ep.value}) failed to load: {err!r}", stacklevel=2
             )

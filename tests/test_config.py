@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from flexmg.agents import cli
 from flexmg.agents.config import (
     PolicyConfig,
     PPOConfig,
@@ -18,7 +17,8 @@ from flexmg.agents.config import (
     SamplingConfig,
     TrainConfig,
 )
-from flexmg.agents.config_fields import flagged_fields
+from flexmg.cli import train as cli
+from flexmg.settings import flagged_fields
 
 CONFIGS = (TrainConfig, PolicyConfig, PPOConfig, SamplingConfig)
 SECTIONS = {"train": TrainConfig, "policy": PolicyConfig, "ppo": PPOConfig}

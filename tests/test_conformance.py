@@ -3,7 +3,7 @@
 import pytest
 
 import flexmg
-from flexmg.builtin_envs import BUILTIN_ENVS
+from flexmg.envs.families import BUILTIN_ENVS
 from flexmg.test import api_test
 
 FAST_IDS = ["echo-v1"] + [i for i in BUILTIN_ENVS if not i.startswith("code")]

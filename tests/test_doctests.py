@@ -1,11 +1,9 @@
 """Run the examples in the docstrings of every module of the ``flexmg`` package.
 
-The modules are found, not listed: every module under the package folders
-that ``pyproject.toml`` maps into the ``flexmg`` namespace (``flexmg/``,
-``envs/``, ``agents/``, ``baselines/``, ``sandboxes/``) whose source holds a
-``>>>`` example is one test. pytest's ``--doctest-modules`` cannot be used: it
-imports files by path, and ``envs/math/grader.py`` is ``flexmg.envs.math.grader``
-only through that mapping.
+The modules are found, not listed: every module under ``flexmg/`` (its
+``envs``, ``sandboxes``, ``models``, ``agents`` and ``baselines`` folders are
+symlinks to the top-level folders, so each module has its real name) whose
+source holds a ``>>>`` example is one test.
 
 A module whose import needs an optional extra that is not installed (torch,
 transformers, ray, matplotlib, ...) is skipped with the missing package named.
@@ -18,16 +16,9 @@ import importlib
 import importlib.util
 import io
 import os
-import pkgutil
-import sys
 from pathlib import Path
 
 import pytest
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "flexmg"
@@ -52,29 +43,21 @@ NEEDS = {
 }
 
 
-def package_folders(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, Path]:
-    """Top package name -> its folder, from ``[tool.setuptools.package-dir]``."""
-    config = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    mapping = config["tool"]["setuptools"]["package-dir"]
-    return {
-        name: ROOT / folder
-        for name, folder in mapping.items()
-        if name == PACKAGE or name.startswith(PACKAGE + ".")
-    }
-
-
 def modules_with_examples() -> list[str]:
-    """Every module under the mapped folders whose source contains ``>>>``, sorted."""
+    """Every module of the package tree whose source contains ``>>>``, sorted."""
     found: set[str] = set()
-    for name, folder in package_folders().items():
-        candidates = [(name, folder / "__init__.py")]
-        for info in pkgutil.walk_packages([str(folder)], prefix=name + "."):
-            spec = info.module_finder.find_spec(info.name, None)  # type: ignore[call-arg]
-            if spec is not None and spec.origin:
-                candidates.append((info.name, Path(spec.origin)))
-        for module, path in candidates:
-            if path.is_file() and ">>>" in path.read_text(encoding="utf-8", errors="replace"):
-                found.add(module)
+    for folder, _, names in os.walk(ROOT / PACKAGE, followlinks=True):
+        for name in names:
+            path = Path(folder, name)
+            if not name.endswith(".py") or "__pycache__" in path.parts:
+                continue
+            parts = [PACKAGE, *path.relative_to(ROOT / PACKAGE).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            if parts[-1] != "__main__" and ">>>" in path.read_text(
+                encoding="utf-8", errors="replace"
+            ):
+                found.add(".".join(parts))
     return sorted(found)
 
 
@@ -92,7 +75,7 @@ def import_or_skip(name: str) -> object:
 MODULES = modules_with_examples()
 
 
-def test_discovery_finds_the_remapped_packages() -> None:
+def test_discovery_finds_every_layer_of_the_package() -> None:
     assert SLOW <= set(MODULES), sorted(SLOW - set(MODULES))
     tops = {m.split(".")[1] for m in MODULES if m.count(".") >= 1}
     assert {"envs", "agents", "baselines", "sandboxes"} <= tops, tops

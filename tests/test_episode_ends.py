@@ -10,7 +10,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import flexmg
-from flexmg.builtin_envs import BUILTIN_ENVS
+from flexmg.envs.families import BUILTIN_ENVS
 from flexmg.wrappers import SingleAgentEnv
 
 ALL_IDS = ["echo-v1", *BUILTIN_ENVS]

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from flexmg.baselines.cli import main as cli_main
 from flexmg.baselines.entries import EntryError, EntrySpec
 from flexmg.baselines.leaderboard import (
     RESULTS_FORMAT,
@@ -17,6 +16,7 @@ from flexmg.baselines.leaderboard import (
     eval_seed,
     run_leaderboard,
 )
+from flexmg.cli import main as cli_main
 from flexmg.tasks import EVAL_SEED_OFFSET
 
 # ---------------------------------------------------------------- user entries

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("peft")
 
-from flexmg.agents import cli  # noqa: E402
+import flexmg.cli as cli  # noqa: E402
 from flexmg.agents.checkpoint import CheckpointError, list_checkpoints  # noqa: E402
 from flexmg.agents.evaluation import (  # noqa: E402
     evaluation_record,

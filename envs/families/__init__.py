@@ -3,17 +3,23 @@
 Each family module declares ``VERSION``, ``TEAMS`` (env name -> roles in graph
 order) and ``WORKFLOWS`` (env name -> :class:`flexmg.Workflow`), and its
 docstring carries a PettingZoo-style table and a version history.
-:func:`flexmg.builtin_envs.register_builtin_envs` registers every workflow of
-the modules listed in :data:`FAMILY_MODULES` as ``<name>-v<VERSION>``.
+:func:`register_envs` registers every workflow of the modules listed in
+:data:`FAMILY_MODULES` as ``<name>-v<VERSION>``. flexmg declares it as its own
+plugin of the ``flexmg.envs`` entry-point group (``pyproject.toml``), the way
+any env package registers its envs: the registry calls it on its first lookup.
 
 Example:
     >>> import flexmg
     >>> from flexmg.envs.families import math
     >>> flexmg.make("math-2agent").possible_agents == list(math.TEAMS["math-2agent"])
     True
+    >>> flexmg.spec("math-2agent").id, "relay-2agent-v0" in BUILTIN_ENVS
+    ('math-2agent-v1', True)
 """
 
 from __future__ import annotations
+
+import importlib
 
 FAMILY_MODULES: tuple[str, ...] = (
     "flexmg.envs.families.math",
@@ -21,4 +27,28 @@ FAMILY_MODULES: tuple[str, ...] = (
     "flexmg.envs.families.relay",
 )
 
-__all__ = ["FAMILY_MODULES"]
+__all__ = ["BUILTIN_ENVS", "FAMILY_MODULES", "builtin_env_ids", "register_envs"]
+
+
+def builtin_env_ids() -> dict[str, str]:
+    """Every built-in id (``name-vN``) -> its one-line description, family by family."""
+    ids: dict[str, str] = {}
+    for module_name in FAMILY_MODULES:
+        module = importlib.import_module(module_name)
+        for name, workflow in module.WORKFLOWS.items():
+            ids[f"{name}-v{module.VERSION}"] = workflow.description
+    return ids
+
+
+def register_envs() -> None:
+    """Register every workflow of the family modules under its versioned id."""
+    from flexmg.registration import register
+
+    for module_name in FAMILY_MODULES:
+        module = importlib.import_module(module_name)
+        for name, workflow in module.WORKFLOWS.items():
+            register(f"{name}-v{module.VERSION}", workflow, description=workflow.description)
+
+
+BUILTIN_ENVS: dict[str, str] = builtin_env_ids()
+"""Every built-in id -> its description."""

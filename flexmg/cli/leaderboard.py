@@ -1,8 +1,5 @@
 """``flexmg leaderboard``: compare agents on envs over seeds (resumable).
 
-``add_commands(subparsers)`` adds the command to the ``flexmg`` console script;
-``python -m flexmg.baselines.cli leaderboard ...`` works on its own too.
-
 Examples::
 
     flexmg leaderboard --config configs/leaderboard.yaml
@@ -16,6 +13,20 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+
+from flexmg.cli.common import parse_kwargs
+
+
+def add_command(sub: Any) -> None:
+    """Add ``leaderboard`` to the ``flexmg`` sub-commands."""
+    p = sub.add_parser(
+        "leaderboard",
+        help="compare agents (scripted, trained runs, HF models, your own) on envs",
+        description="Evaluate entries on envs over seeds; writes results.json, leaderboard.md "
+        "and leaderboard.png; re-running resumes and skips finished cells.",
+    )
+    add_leaderboard_arguments(p)
+    p.set_defaults(func=run)
 
 
 def add_leaderboard_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,7 +63,6 @@ def add_leaderboard_arguments(p: argparse.ArgumentParser) -> None:
 def build_config(args: argparse.Namespace) -> Any:
     """The :class:`LeaderboardConfig` from ``--config`` and/or the quick flags."""
     from flexmg.baselines.leaderboard import LeaderboardConfig
-    from flexmg.cli import parse_kwargs
 
     if args.config:
         base = LeaderboardConfig.from_yaml(args.config)
@@ -80,7 +90,7 @@ def build_config(args: argparse.Namespace) -> Any:
     return LeaderboardConfig.from_dict(data, config_dir=config_dir)
 
 
-def cmd_leaderboard(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run or resume the leaderboard; print the table and where the files are."""
     from flexmg.baselines.entries import EntryError
     from flexmg.baselines.leaderboard import (
@@ -107,26 +117,3 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
-
-
-def add_commands(subparsers: Any) -> None:
-    """Add ``leaderboard`` to an ``argparse`` sub-parser set."""
-    p = subparsers.add_parser(
-        "leaderboard",
-        help="compare agents (scripted, trained runs, HF models, your own) on envs",
-        description="Evaluate entries on envs over seeds; writes results.json, leaderboard.md "
-        "and leaderboard.png; re-running resumes and skips finished cells.",
-    )
-    add_leaderboard_arguments(p)
-    p.set_defaults(func=cmd_leaderboard)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m flexmg.baselines.cli``."""
-    from flexmg.cli import standalone_main
-
-    return standalone_main(add_commands, "python -m flexmg.baselines.cli", argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Config dataclass fields that carry their help, checks and command-line flag.
+"""Typed settings: config dataclass fields that carry their help, checks and command-line flag.
 
 A config class is a dataclass deriving from :class:`Settings` whose fields are
 made with :func:`setting`: a default, one line of help, and where it applies
@@ -10,7 +10,8 @@ declarations alone:
 * ``to_dict`` / ``from_dict`` write and read plain dicts (unknown keys are an error);
 * :func:`add_flags` / :func:`flag_values` make and read ``argparse`` flags.
 
-The learner's configs (:mod:`flexmg.agents.config`) are declared this way.
+The learner's configs (:mod:`flexmg.agents.config`) are declared this way; the
+module is torch-free and imports nothing of flexmg.
 
 Example:
     >>> import argparse

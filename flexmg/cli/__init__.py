@@ -1,0 +1,86 @@
+"""The ``flexmg`` command line: one module per command, each with ``add_command`` and ``run``.
+
+Commands: ``list`` (registered envs), ``check ENV`` (conformance verdict), ``play
+ENV`` (type each role's message by hand), ``serve ENV`` (an OpenEnv server),
+``export ENV`` (one dataset row per episode seed), ``sandbox ...`` (sandbox image
+and status), ``train`` / ``eval`` (the MARFT and IPPO learners), ``leaderboard``
+(compare agents). Every command takes ``--import MODULE`` (import a module that
+registers your envs before the command runs), and an ``ENV`` may be a registered
+id or ``package.module:factory``.
+
+Example:
+    $ flexmg list
+    $ flexmg check math-2agent
+    $ flexmg play echo --seed 3
+    $ flexmg check --import my_envs my-env
+    $ flexmg train --algo marft --env math-2agent
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from flexmg.cli import check, eval, export, leaderboard, play, serve, train
+from flexmg.cli import list as list_envs
+from flexmg.cli.common import CommandError, import_modules, parse_kwargs
+
+__all__ = ["CommandError", "build_parser", "main", "parse_kwargs"]
+
+COMMANDS = (list_envs, check, play, serve, export, train, eval, leaderboard)
+"""The command modules, in the order ``flexmg --help`` lists them (``sandbox`` after ``export``)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command; each sub-parser's ``func`` runs it."""
+    parser = argparse.ArgumentParser(
+        prog="flexmg", description="Flex-MG environments for teams of LLM agents."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in COMMANDS[:5]:
+        module.add_command(sub)
+    from flexmg.sandboxes.cli import add_commands as add_sandbox_commands
+
+    add_sandbox_commands(sub)
+    for module in COMMANDS[5:]:
+        module.add_command(sub)
+    for command in sub.choices.values():
+        command.add_argument(
+            "--import",
+            dest="imports",
+            action="append",
+            default=[],
+            metavar="MODULE",
+            help="import MODULE before the command runs (e.g. one that registers your envs); "
+            "repeatable",
+        )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``flexmg`` console script (and ``python -m flexmg.cli``)."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # KEY=VALUE env kwargs may follow options (``flexmg serve ID --port 1 k=v``)
+        if not hasattr(args, "kw_opt") or any(a.startswith("-") or "=" not in a for a in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.kw = [*args.kw, *extra]
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    from flexmg.registration import MissingDependencyError, UnknownEnvError
+
+    try:
+        import_modules(args.imports)
+        return int(args.func(args) or 0)
+    except (CommandError, UnknownEnvError, MissingDependencyError) as err:
+        print(f"flexmg {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

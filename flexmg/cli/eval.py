@@ -1,0 +1,106 @@
+"""``flexmg eval --run RUN_DIR``: score a run's checkpoint on held-out episodes.
+
+Example::
+
+    flexmg eval --run runs/math-2agent-marft-20250101-120000 --env math-2agent --episodes 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def add_command(sub: Any) -> None:
+    """Add ``eval`` to the ``flexmg`` sub-commands."""
+    p = sub.add_parser(
+        "eval",
+        help="evaluate a training run's checkpoint",
+        description="Evaluate a run's checkpoint on held-out episodes (greedy by default).",
+    )
+    add_eval_arguments(p)
+    p.set_defaults(func=run)
+
+
+def add_eval_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of ``flexmg eval``."""
+    p.add_argument("--run", required=True, metavar="RUN_DIR", help="a training run folder")
+    p.add_argument("--env", help="env id (default: the run's env)")
+    p.add_argument("--episodes", type=int, default=200, help="episodes (default 200)")
+    p.add_argument("--checkpoint", help="checkpoint file (default: the run's newest)")
+    p.add_argument("--split", choices=["eval", "train", "all"], default="eval")
+    p.add_argument("--seed", type=int, default=0, help="first episode seed (default 0)")
+    p.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
+    p.add_argument("--device", help="override the run's device")
+    p.add_argument("--output", help="JSON file to write (default RUN_DIR/evals/...)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate a run's checkpoint on an env and print/write the results."""
+    from dataclasses import replace
+
+    from flexmg.agents.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+    from flexmg.agents.config import RunConfig, RunConfigError
+    from flexmg.agents.evaluation import evaluate_policy
+    from flexmg.agents.policy import TeamPolicy
+    from flexmg.agents.trainer import env_roles
+    from flexmg.io import atomic_write_text
+
+    run = Path(args.run)
+    try:
+        saved = RunConfig.read(run)
+        ckpt = Path(args.checkpoint) if args.checkpoint else latest_checkpoint(run / "checkpoints")
+        if ckpt is None:
+            raise CheckpointError(f"no checkpoint in {run / 'checkpoints'}")
+        state = load_checkpoint(ckpt)
+    except (OSError, RunConfigError, CheckpointError) as exc:
+        print(f"flexmg eval: cannot load run {run}: {exc}", file=sys.stderr)
+        return 1
+    env_id = args.env or saved.train.env
+    env_kwargs = dict(saved.train.env_kwargs)
+    roles = env_roles(env_id, env_kwargs)
+    if roles != saved.roles:
+        print(
+            f"flexmg eval: env {env_id!r} has roles {roles} but the run was trained with "
+            f"{saved.roles}; pick an env with the same roles",
+            file=sys.stderr,
+        )
+        return 2
+    pcfg = saved.policy_config
+    if args.device:
+        pcfg = replace(pcfg, device=args.device)
+    policy = TeamPolicy(roles, pcfg)
+    policy.load_trainable_state(state["policy"])
+    policy.eval()
+    t0 = time.monotonic()
+    result = evaluate_policy(
+        policy,
+        env_id,
+        args.episodes,
+        seed=args.seed,
+        env_kwargs=env_kwargs,
+        split=args.split,
+        greedy=not args.sample,
+    )
+    result.update(
+        env=env_id,
+        split=args.split,
+        seed=args.seed,
+        greedy=not args.sample,
+        checkpoint=str(ckpt),
+        updates=int(state["counters"]["updates_done"]),
+        seconds=time.monotonic() - t0,
+    )
+    out = (
+        Path(args.output)
+        if args.output
+        else (run / "evals" / f"{env_id}-{args.split}-n{args.episodes}-s{args.seed}.json")
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+    return 0

@@ -1,0 +1,77 @@
+"""``flexmg play ENV``: play an env by hand, typing each role's message."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from flexmg.cli.common import parse_kwargs
+
+
+def add_command(sub: Any) -> None:
+    """Add ``play`` to the ``flexmg`` sub-commands."""
+    p = sub.add_parser("play", help="play an env by hand: type each role's message")
+    p.add_argument("env_id", help="a registered id or package.module:factory")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--kw", nargs="*", default=[], metavar="KEY=VALUE", help="env kwargs")
+    p.set_defaults(func=run)
+
+
+def _read_action(role: str) -> str | None:
+    print(f"{role}> (end with an empty line; '\\q' quits)", flush=True)
+    lines: list[str] = []
+    while True:
+        try:
+            line = input()
+        except EOFError:
+            return "\n".join(lines) if lines else None
+        if line == "\\q":
+            return None
+        if line == "" and lines:
+            return "\n".join(lines)
+        if line == "" and not lines:
+            return ""
+        lines.append(line)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Play one episode, reading each message from stdin (an empty line ends it)."""
+    import flexmg
+    from flexmg.io import json_default
+
+    env = flexmg.make(args.env_id, **parse_kwargs(args.kw))
+    env.reset(seed=args.seed)
+    print(f"=== {args.env_id} (seed {args.seed}); roles: {' -> '.join(env.graph.order())} ===")
+    print(f"TASK:\n{env.task.prompt}\n")
+    try:
+        for role in env.agent_iter():
+            obs, reward, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            print(f"--- round {int(obs['round']) + 1}, role: {role} ---")
+            print(f"instructions: {obs['instructions']}")
+            if obs["feedback"]:
+                print(f"feedback: {obs['feedback']}")
+            if obs["context"]:
+                print(f"context:\n{obs['context']}")
+            action = _read_action(role)
+            if action is None:
+                print("quit.")
+                return 0
+            env.step(action)
+            if any(env.rewards.values()) or env.transcript[-1].position == 0 or not env.agents:
+                print(f"rewards: {env.rewards}")
+            note = env.transcript[-1].info.get("annotation")
+            if note:
+                print(f"[env]: {note}")
+        metrics = env.episode_metrics
+        print(
+            f"=== episode over: success={metrics.get('success')} score={metrics.get('score')} "
+            f"rounds={metrics.get('rounds')} ==="
+        )
+        print(json.dumps(metrics, indent=2, default=json_default))
+    finally:
+        env.close()
+    return 0

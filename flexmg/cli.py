@@ -235,6 +235,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent-name", default="flexmg_agent", help="verl's agent_name column")
     _add_kwargs_arguments(p)
     p.set_defaults(func=_cmd_export)
+    from flexmg.view import cli as view_cli
+
+    p = sub.add_parser("view", help=view_cli.HELP)
+    view_cli.add_arguments(p)
+    p.set_defaults(func=view_cli.run)
     for module in ("flexmg.sandboxes.cli", "flexmg.agents.cli", "flexmg.baselines.cli"):
         try:
             mod = __import__(module, fromlist=["add_commands"])

@@ -26,24 +26,33 @@
   }
   function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
 
+  function codePoints(text) { let n = 0; for (const _ of text) n++; return n; }
+  function headOf(text, n) { // the first n characters (code points: no half emoji)
+    let units = 0;
+    for (const ch of text) { if (n-- <= 0) break; units += ch.length; }
+    return text.slice(0, units);
+  }
+
   function longText(text, cls) {
     text = String(text);
     const box = el("div", "text " + (cls || ""));
     const pre = el("pre", "body");
     box.appendChild(pre);
-    if (text.length <= SHOW) {
+    if (text.length <= SHOW || codePoints(text) <= SHOW) {
       pre.textContent = text;
       return box;
     }
-    pre.textContent = text.slice(0, SHOW) + " \u2026";
-    const btn = el("button", "expand", ["show all (" + text.length.toLocaleString() + " characters)"]);
+    const short = headOf(text, SHOW) + " \u2026";
+    const label = "show all (" + codePoints(text).toLocaleString("en-US") + " characters)";
+    pre.textContent = short;
+    const btn = el("button", "expand", [label]);
     btn.type = "button";
     let open = false;
     btn.addEventListener("click", function (ev) {
       ev.stopPropagation();
       open = !open;
-      pre.textContent = open ? text : text.slice(0, SHOW) + " \u2026";
-      btn.textContent = open ? "show less" : "show all (" + text.length.toLocaleString() + " characters)";
+      pre.textContent = open ? text : short;
+      btn.textContent = open ? "show less" : label;
     });
     box.appendChild(btn);
     return box;
@@ -82,7 +91,7 @@
       head.appendChild(el("span", "chip ann ann-" + key.replace(/[^a-z0-9_]/gi, ""),
         [key + " " + fmt(t.annotations[key], key !== "value")]));
     }
-    if (t.chars > SHOW) head.appendChild(el("span", "pos", [t.chars.toLocaleString() + " chars"]));
+    if (t.chars > SHOW) head.appendChild(el("span", "pos", [t.chars.toLocaleString("en-US") + " chars"]));
     const body = t.action === "" ? el("div", "action empty-message", ["(empty message)"]) : longText(t.action, "action");
     const node = el("div", "turn", [head, body]);
     node.dataset.role = t.role;

@@ -1,8 +1,7 @@
 """One self-contained HTML page of episodes: data as JSON, inline CSS and JS, no network.
 
 :func:`page_data` turns a :class:`~flexmg.view.sources.Collection` into the
-JSON the page embeds (texts capped at ``max_chars``; non-finite numbers become
-``null``); :func:`build_page` wraps it with the page's CSS (``page.css``) and
+JSON the page embeds (texts capped at ``max_chars``); :func:`build_page` wraps it with the page's CSS (``page.css``) and
 script (``page.js``) into one HTML document.
 
 Every text an episode holds is hostile (an LLM wrote it): it is embedded as JSON
@@ -29,7 +28,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -57,22 +55,12 @@ def cap(text: Any, limit: int) -> str:
     return f"{text[:limit]}\n[... {len(text) - limit} more characters not embedded in this page: see the episodes file]"
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 def _info_rows(info: Mapping[str, Any], limit: int) -> list[list[str]]:
     rows = []
     for key, value in info.items():
         if key == "annotation":
             continue
-        text = value if isinstance(value, str) else json.dumps(_finite(value), default=repr)
+        text = value if isinstance(value, str) else json.dumps(value, default=repr)
         rows.append([cap(key, 200), cap(text, limit)])
     return rows
 
@@ -100,7 +88,7 @@ def _turn(turn: Mapping[str, Any], limit: int) -> dict[str, Any]:
 
 def _episode(record: Mapping[str, Any], group: int, limit: int) -> dict[str, Any]:
     task = record["task"]
-    metrics = json.dumps(_finite(record.get("metrics", {})), indent=1, default=repr)
+    metrics = json.dumps(record.get("metrics", {}), indent=1, default=repr)
     return {
         "group": group,
         "env": record.get("env", ""),
@@ -123,7 +111,9 @@ def page_data(
 ) -> dict[str, Any]:
     """The JSON the page embeds: groups, episodes (group by group), roles, comparisons.
 
-    A comparison's pairs are indices into ``episodes``. ``comparisons`` default to
+    The groups hold transcript records as :func:`~flexmg.transcripts.normalize_record`
+    returns them (what :func:`~flexmg.view.sources.load_collection` reads). A
+    comparison's pairs are indices into ``episodes``. ``comparisons`` default to
     :func:`~flexmg.view.compare.default_comparisons` of the groups.
     """
     if max_chars < 100:
@@ -145,7 +135,7 @@ def page_data(
             "success_rate": sum(r["team"]["success"] for r in group.records) / n if n else None,
             "score": sum(r["team"]["score"] for r in group.records) / n if n else None,
         })  # fmt: skip
-    return _finite({
+    return {
         "title": col.title,
         "notes": [cap(n, 2000) for n in col.notes],
         "skipped": [cap(s, 500) for s in col.skipped[:200]],
@@ -161,7 +151,7 @@ def page_data(
             }
             for c in comparisons
         ],
-    })  # fmt: skip
+    }
 
 
 def _embed_json(data: Any) -> str:

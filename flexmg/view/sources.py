@@ -247,11 +247,13 @@ def load_path(
     if p.is_dir():
         if (p / "results.json").is_file():
             _load_leaderboard(p, col, groups)
-        elif any((p / name).exists() for name in ("config.json", "metrics.jsonl", "evals")):
+        elif any(
+            (p / name).exists() for name in ("config.json", "metrics.jsonl", "evals", "rollouts")
+        ):
             _load_run(p, col, groups)
         else:
             raise ViewError(
-                f"{p}: not a run folder (config.json, evals/), a leaderboard folder "
+                f"{p}: not a run folder (config.json, evals/, rollouts/), a leaderboard folder "
                 "(results.json) or an episodes file; pass one of those"
             )
         return

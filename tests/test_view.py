@@ -251,3 +251,8 @@ def test_a_few_thousand_episodes_make_one_page(tmp_path):
     html = build_page(load_collection([path]))
     assert len(embedded(html)["episodes"]) == 3200
     assert len(html) < 12_000_000
+    capped = load_collection([path], max_episodes=1000)
+    assert [len(g.records) for g in capped.groups] == [500, 500]  # oracle and empty
+    assert capped.notes[-1].startswith("showing 1000 of 3200 episodes")
+    with pytest.raises(ValueError, match="max_episodes must be >= 1"):
+        load_collection([path], max_episodes=0)

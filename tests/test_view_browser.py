@@ -134,6 +134,8 @@ def test_start_and_end_of_training_side_by_side(driver, tmp_path):
     run = fake_training_run(tmp_path / "run", episodes=6, limit=4)
     assert flexmg_main(["view", str(run)]) == 0
     open_page(driver, run / "view.html")
+    choose(driver, "f-group", "1")  # the episodes tab's source filter does not hide pairs
+    assert count(driver).startswith("4 of 8 episodes")
     driver.find_element("id", "tab-compare").click()
     assert count(driver).startswith("4 of 4 pairs")
     pair = by_css(driver, ".pair")[0]

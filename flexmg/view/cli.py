@@ -26,7 +26,7 @@ from pathlib import Path
 
 from flexmg.view.compare import default_comparisons
 from flexmg.view.page import DEFAULT_MAX_CHARS, build_page, write_page
-from flexmg.view.sources import ViewError, load_collection
+from flexmg.view.sources import MAX_EPISODES, ViewError, load_collection
 
 __all__ = ["HELP", "add_arguments", "default_output", "run"]
 
@@ -49,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")
     parser.add_argument("--title", help="the page's title (default: from the paths)")
+    parser.add_argument(
+        "--max-episodes",
+        type=int,
+        default=MAX_EPISODES,
+        help=f"episodes on the page, at most (default {MAX_EPISODES}; each group keeps its first)",
+    )
     parser.add_argument(
         "--max-chars",
         type=int,
@@ -76,8 +82,14 @@ def run(args: argparse.Namespace) -> int:
             f"flexmg view: error: --max-chars must be >= 100, got {args.max_chars}", file=sys.stderr
         )
         return 2
+    if args.max_episodes < 1:
+        print(
+            f"flexmg view: error: --max-episodes must be >= 1, got {args.max_episodes}",
+            file=sys.stderr,
+        )
+        return 2
     try:
-        col = load_collection(args.paths, title=args.title)
+        col = load_collection(args.paths, title=args.title, max_episodes=args.max_episodes)
     except FileNotFoundError as exc:
         print(f"flexmg view: error: {exc}", file=sys.stderr)
         return 2

@@ -122,7 +122,7 @@
 
   function renderEpisode(ep) {
     const box = el("div", "conversation");
-    const task = el("div", "task", [el("h4", null, ["Task " + ep.task_id + " \u00b7 " + ep.env + " \u00b7 seed " + ep.seed]), longText(ep.prompt, "prompt")]);
+    const task = el("div", "task", [el("h4", null, ["Task " + ep.task_id + " \u00b7 " + ep.env + " \u00b7 seed " + (ep.seed === null ? "\u2014" : ep.seed)]), longText(ep.prompt, "prompt")]);
     if (ep.answer !== null) task.appendChild(el("div", "answer", [el("h4", null, ["gold answer"]), longText(ep.answer)]));
     box.appendChild(task);
     let round = null;
@@ -156,7 +156,7 @@
     }
     const head = el("div", "ep-head", [outcomeBadge(ep),
       el("span", "meta", [GROUPS[ep.group].label + (GROUPS[ep.group].label.indexOf(ep.env) >= 0 ? "" : " \u00b7 " + ep.env) +
-        " \u00b7 seed " + ep.seed + " \u00b7 " + ep.task_id +
+        " \u00b7 seed " + (ep.seed === null ? "\u2014" : ep.seed) + " \u00b7 " + ep.task_id +
         " \u00b7 score " + fmt(ep.score) + " \u00b7 " + plural(ep.rounds, "round")]),
       el("span", "prompt", [snippet(ep.prompt)]), chips]);
     head.tabIndex = 0;
@@ -177,8 +177,8 @@
 
   // ------------------------------------------------------------------ filters
   for (const ep of EPS) ep.hay = (ep.prompt + "\n" + ep.task_id + "\n" + ep.env).toLowerCase();
-  function matches(ep) {
-    if (state.group !== "all" && ep.group !== Number(state.group)) return false;
+  function matches(ep, anyGroup) {
+    if (!anyGroup && state.group !== "all" && ep.group !== Number(state.group)) return false;
     if (state.outcome === "success" && !ep.success) return false;
     if (state.outcome === "fail" && ep.success) return false;
     if (state.role) {
@@ -313,7 +313,7 @@
     const pairs = comp.pairs.filter(function (p) {
       const a = EPS[p[0]];
       const b = EPS[p[1]];
-      if (!matches(a) && !matches(b)) return false;
+      if (!matches(a, true) && !matches(b, true)) return false; // the pair's groups are fixed
       if (state.change === "changed") return a.success !== b.success;
       if (state.change === "improved") return !a.success && b.success;
       if (state.change === "regressed") return a.success && !b.success;

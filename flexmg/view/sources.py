@@ -39,6 +39,7 @@ from flexmg.transcripts import TRANSCRIPTS_SUFFIX, normalize_record, read_transc
 __all__ = ["Collection", "EpisodeGroup", "ViewError", "load_collection", "load_path"]
 
 LEADERBOARD_FORMAT = "flexmg.leaderboard.v1"
+MAX_EPISODES = 10_000  # episodes on one page by default (a few MB each thousand)
 KIND_ORDER = {
     "eval": 0,
     "train": 1,
@@ -272,9 +273,14 @@ def load_path(
 
 
 def load_collection(
-    paths: Sequence[str | os.PathLike[str]], title: str | None = None
+    paths: Sequence[str | os.PathLike[str]],
+    title: str | None = None,
+    max_episodes: int = MAX_EPISODES,
 ) -> Collection:
     """The episodes of every path, grouped (see the module docs).
+
+    Beyond ``max_episodes`` episodes each group keeps its first ones, in proportion
+    to its size (at least one), and a note says how many were left out.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -282,6 +288,8 @@ def load_collection(
     """
     if not paths:
         raise ViewError("give at least one path: an episodes file, a run or leaderboard folder")
+    if max_episodes < 1:
+        raise ValueError(f"max_episodes must be >= 1, got {max_episodes}")
     names = ", ".join(Path(p).name or str(p) for p in paths)
     col = Collection(title=title or f"flexmg episodes: {names}")
     groups: dict[str, EpisodeGroup] = {}
@@ -290,6 +298,14 @@ def load_collection(
     col.groups = sorted((g for g in groups.values() if g.records), key=EpisodeGroup.sort_key)
     if not col.groups:
         raise ViewError(f"no episodes to show in {names}")
+    total = col.episodes
+    if total > max_episodes:
+        for group in col.groups:
+            group.records = group.records[: max(1, len(group.records) * max_episodes // total)]
+        col.notes.append(
+            f"showing {col.episodes} of {total} episodes (the first of each group; "
+            "raise --max-episodes to see more)"
+        )
     return col
 
 

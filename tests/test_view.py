@@ -185,6 +185,8 @@ def test_a_flexmg_eval_output_with_its_transcripts(tmp_path):
         ("flexmg eval: step_40.ckpt", "flexmg eval", 4)
     ]
     assert "success 1.0" in col.notes[0]
+    run = load_collection([tmp_path])  # the run folder shows the evaluations kept in it too
+    assert [g.label for g in run.groups] == ["flexmg eval: step_40.ckpt"]
 
 
 def test_what_cannot_be_shown_is_one_clear_error(tmp_path):

@@ -7,8 +7,9 @@ about where they come from. What each kind of path holds:
 
 * an episodes file (``*.jsonl``: ``RecordTranscripts``, :func:`~flexmg.transcripts.write_transcripts`);
 * a training run folder (``config.json``, ``metrics.jsonl``): its
-  ``evals/update_N.transcripts.jsonl`` (held-out episodes of each evaluation) and
-  ``rollouts/update_N.transcripts.jsonl`` (training episodes with values and advantages);
+  ``evals/update_N.transcripts.jsonl`` (held-out episodes of each evaluation),
+  ``rollouts/update_N.transcripts.jsonl`` (training episodes with values and advantages)
+  and the transcripts of ``flexmg eval`` outputs kept in ``evals/``;
 * a ``flexmg eval`` output (``NAME.json``) with its ``NAME.transcripts.jsonl``;
 * a leaderboard folder (``results.json``) with its ``transcripts/*.jsonl``.
 
@@ -167,8 +168,10 @@ def _run_notes(run: Path) -> list[str]:
 
 
 def _load_run(run: Path, col: Collection, groups: dict[str, EpisodeGroup]) -> None:
-    files = sorted((run / "evals").glob(f"update_*{TRANSCRIPTS_SUFFIX}"))
+    evals = sorted((run / "evals").glob(f"*{TRANSCRIPTS_SUFFIX}"))
+    files = [p for p in evals if p.name.startswith("update_")]
     files += sorted((run / "rollouts").glob(f"update_*{TRANSCRIPTS_SUFFIX}"))
+    files += [p for p in evals if not p.name.startswith("update_")]  # `flexmg eval` outputs
     col.notes.extend(_run_notes(run))
     if not files:
         raise ViewError(
@@ -180,6 +183,8 @@ def _load_run(run: Path, col: Collection, groups: dict[str, EpisodeGroup]) -> No
         kind = "eval" if path.parent.name == "evals" else "train"
         digits = path.name.removeprefix("update_").removesuffix(TRANSCRIPTS_SUFFIX)
         fallback = f"{kind} @ update {int(digits)}" if digits.isdigit() else path.name
+        if not path.name.startswith("update_"):
+            fallback = f"flexmg eval: {path.name.removesuffix(TRANSCRIPTS_SUFFIX)}"
         _read_file(path, fallback, col, groups)
 
 

@@ -70,11 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     data = write_transcripts(folder / "episodes.jsonl", episodes())
     page = folder / "episodes.html"
-    view_args = argparse.Namespace(
-        paths=[str(data)], out=str(page), open=False, title="flexmg view: scripted teams",
-        max_chars=view_cli.DEFAULT_MAX_CHARS,
-    )  # fmt: skip
-    if view_cli.run(view_args) != 0:
+    view_parser = argparse.ArgumentParser(prog="flexmg view")
+    view_cli.add_arguments(view_parser)
+    title = "flexmg view: scripted teams"
+    if view_cli.run(view_parser.parse_args([str(data), "--out", str(page), "--title", title])):
         return 1
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select

@@ -173,3 +173,19 @@ def _wait(check, seconds: float = 5.0) -> bool:
             return True
         time.sleep(0.05)
     return check()
+
+
+@pytest.mark.slow
+def test_the_docs_screenshot_script_makes_its_figure(driver, tmp_path):
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "viewer_screenshot.py"
+    spec = importlib.util.spec_from_file_location("viewer_screenshot", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out = tmp_path / "viewer.png"
+    assert script.main(["--out", str(out), "--keep", str(tmp_path / "pages")]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    open_page(driver, tmp_path / "pages" / "episodes.html")
+    assert count(driver).startswith("80 of 80 episodes")

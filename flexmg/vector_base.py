@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from flexmg.env import FlexMGEnv, TurnRecord
+from flexmg.tasks import Task
 
 __all__ = ["EnvFn", "EnvRunner", "EpisodeResult", "VectorEnvBase", "WorkerError"]
 
@@ -39,6 +40,7 @@ class EpisodeResult:
     task_id: str
     transcript: list[TurnRecord]
     metrics: dict[str, Any] = field(default_factory=dict)
+    task: Task | None = None  # the task played (its gold answer for transcripts)
 
     @property
     def success(self) -> bool:
@@ -91,6 +93,7 @@ class EnvRunner:
                     task_id=env.task.id if env.task else "",
                     transcript=list(env.transcript),
                     metrics=dict(env.episode_metrics),
+                    task=env.task,
                 )
             return None
         return env.agent_selection

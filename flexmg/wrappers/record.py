@@ -1,5 +1,8 @@
 """Record finished episodes as JSON lines, safely shared by many processes.
 
+Each line is a transcript record (:mod:`flexmg.transcripts`: the one format of
+episodes that training, evaluations, leaderboards and ``flexmg view`` share).
+
 Example:
     >>> import flexmg, tempfile, os
     >>> from flexmg.wrappers import RecordTranscripts, read_transcripts
@@ -18,8 +21,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ from pettingzoo.utils.wrappers import BaseWrapper
 
 from flexmg.env import FlexMGEnv
 from flexmg.io import json_default
+from flexmg.transcripts import read_transcripts, record_from_turns
+
+__all__ = ["RecordTranscripts", "append_jsonl", "read_transcripts"]
 
 
 def append_jsonl(path: str | os.PathLike, record: dict[str, Any]) -> None:
@@ -53,23 +57,12 @@ def append_jsonl(path: str | os.PathLike, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def read_transcripts(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
-    """Yield the recorded episodes; a torn last line (a crash mid-write) is skipped with a warning."""
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                warnings.warn(f"{path}:{lineno}: skipping a damaged line", stacklevel=2)
-
-
 class RecordTranscripts(BaseWrapper):
     """Append every finished episode of the wrapped env to ``path`` as one JSON line.
 
-    Each line holds ``env``, ``seed``, ``task`` (id and prompt), ``metrics`` and
-    ``transcript`` (one dict per turn).
+    Each line is a :mod:`flexmg.transcripts` record: ``env``, ``seed``, ``task``
+    (id, prompt, gold answer), ``team``, ``metrics`` and ``transcript`` (one dict
+    per turn); read them with :func:`read_transcripts`, view them with ``flexmg view``.
     """
 
     def __init__(self, env: FlexMGEnv, path: str | os.PathLike) -> None:
@@ -89,13 +82,7 @@ class RecordTranscripts(BaseWrapper):
         base = self.unwrapped
         if not self._written and base.episode_metrics:
             self._written = True
-            append_jsonl(
-                self.path,
-                {
-                    "env": str(base),
-                    "seed": self._seed,
-                    "task": {"id": base.task.id, "prompt": base.task.prompt},
-                    "metrics": base.episode_metrics,
-                    "transcript": [r.to_dict() for r in base.transcript],
-                },
+            record = record_from_turns(
+                str(base), self._seed, base.task, base.transcript, base.episode_metrics
             )
+            append_jsonl(self.path, record)

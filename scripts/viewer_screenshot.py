@@ -21,9 +21,9 @@ from pathlib import Path
 import flexmg
 from flexmg.agents import rollout
 from flexmg.baselines.scripted import make_scripted
+from flexmg.cli import view as view_cli
 from flexmg.io import atomic_write_bytes
 from flexmg.transcripts import episode_record, write_transcripts
-from flexmg.cli import view as view_cli
 from flexmg.view.browser import browser_missing, headless_chromium
 
 EPISODES = 16

@@ -52,12 +52,15 @@ class Problem:
         answer: the exact answer (an int, a Fraction, or LaTeX text).
         solution: a short worked solution (kept in ``task.meta``, never shown).
         canonical: the same string for every equivalent problem; decides the split.
+        phrasing: the wording of the prompt (``task.meta["phrasing"]``), see
+            :mod:`flexmg.envs.math.generators.phrasings`.
     """
 
     prompt: str
     answer: Fraction | int | str
     solution: str
     canonical: str
+    phrasing: str = "what_is"
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,7 @@ class Generator(ABC):
             "split": self.split,
             "solution": problem.solution,
             "canonical": problem.canonical,
+            "phrasing": problem.phrasing,
         }
         return Task(
             id=f"{self.name}/{self._tag}/s{self.seed}/{self.split}/{index}",

@@ -214,7 +214,6 @@ def test_roles_and_prompts_overrides():
 
 def test_list_task_source_split_never_overlaps():
     tasks = [Task(id=f"t{i}", prompt=str(i)) for i in range(200)]
-    train = {t.id for t in ListTaskSource(tasks, split="train").tasks}
-    evals = {t.id for t in ListTaskSource(tasks, split="eval").tasks}
-    assert train and evals and not train & evals
-    assert train | evals == {t.id for t in tasks}
+    parts = [{t.id for t in ListTaskSource(tasks, split=s).tasks} for s in ("train", "eval", "test")]
+    assert all(parts) and sum(map(len, parts)) == len(set().union(*parts))
+    assert set().union(*parts) == {t.id for t in tasks}

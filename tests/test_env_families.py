@@ -49,12 +49,12 @@ def test_family_table_matches_what_the_envs_do(family) -> None:
 
 
 def test_unversioned_ids_resolve_to_the_newest_and_old_versions_say_what_exists() -> None:
-    assert flexmg.spec("math-2agent").id == "math-2agent-v1"
+    assert flexmg.spec("math-2agent").id == "math-2agent-v2"
     assert flexmg.spec("echo").id == "echo-v1"
     with pytest.raises(
-        UnknownEnvError, match=r"'math-2agent-v0' is out of date: use 'math-2agent-v1'"
+        UnknownEnvError, match=r"'math-2agent-v1' is out of date: use 'math-2agent-v2'"
     ):
-        flexmg.make("math-2agent-v0")
+        flexmg.make("math-2agent-v1")
 
 
 def test_old_module_names_still_import() -> None:
@@ -81,8 +81,8 @@ def _play_math(messages: dict[str, str], env_id: str = "math-2agent", seed: int 
     ("verifier", "format_ok", "answer_correct", "success"),
     [
         ("So the answer is \\boxed{GOLD}.", True, True, True),
-        ("The answer is GOLD.", False, True, False),  # right value, not boxed
-        ("\\boxed{GOLD1} hmm, no: \\boxed{GOLD}", False, True, False),  # two boxes, last right
+        ("The answer is GOLD.", False, True, True),  # right value, not boxed: solved (v2)
+        ("\\boxed{GOLD1} hmm, no: \\boxed{GOLD}", False, False, False),  # two answers: none
         ("\\boxed{GOLD1}", True, False, False),  # boxed, wrong value
         ("I cannot tell.", False, False, False),  # the graded role always gets a bool
     ],
@@ -97,7 +97,9 @@ def test_math_credit_separates_format_from_correctness(
         answer_correct,
         success,
     )
-    assert graded["own_correct"] is success and graded["format_error"] is not format_ok
+    assert graded["own_correct"] is (format_ok and answer_correct)
+    assert graded["format_error"] is not format_ok
+    assert metrics["score"] == pytest.approx(0.9 * answer_correct + 0.1 * format_ok)
     assert (metrics["format_ok"], metrics["answer_correct"]) == (format_ok, answer_correct)
     solver = metrics["per_role"]["solver"]  # no number at all: no answer to judge
     assert (solver["format_ok"], solver["answer_correct"], solver["own_correct"]) == (

@@ -82,7 +82,7 @@ def test_an_installed_plugin_shows_in_every_command(tmp_path: Path) -> None:
     listed = flexmg_cli("list", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {r["id"]: r for r in json.loads(listed.stdout)}
-    assert rows["dice-v0"]["roles"] == "caller -> checker" and "math-2agent-v1" in rows
+    assert rows["dice-v0"]["roles"] == "caller -> checker" and "math-2agent-v2" in rows
     checked = flexmg_cli("check", "dice", "--cycles", "2")
     assert checked.returncode == 0 and "CONFORMANT" in checked.stdout, checked.stderr
     played = flexmg_cli("play", "dice", "--seed", "1", stdin="3\n\n3\n\n")

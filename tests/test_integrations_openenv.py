@@ -124,7 +124,7 @@ def test_environment_in_process_multi_round_rewards_add_up():
         assert "call reset first" in env.step(FlexMGAction(message="x")).error
         obs = env.reset(seed=4)
         answer = answer_of_env("math-1agent", 4, horizon=2)
-        first = env.step(FlexMGAction(message="\\boxed{-4444}"))
+        first = env.step(FlexMGAction(message="-4444"))  # wrong and not boxed: nothing
         assert first.role == "solver" and first.round == 1 and first.reward == 0.0
         assert first.feedback and "Round 1:" in first.messages[-1]["content"]
         last = env.step(FlexMGAction(message=f"\\boxed{{{answer}}}"))

@@ -43,7 +43,7 @@ def _relay_batch(policy: TeamPolicy, flipped: bool) -> tuple[RolloutBatch, list[
         relays = e % 2 == 0
         task = env.task
         message = task.prompt if relays else "ok"
-        answer = f"\\boxed{{{task.answer if relays else int(task.answer) + 7}}}"
+        answer = f"\\boxed{{{task.answer}}}" if relays else f"{int(task.answer) + 7}"
         team = float(relays != flipped)
         samples = []
         for turn, (role, text) in enumerate((("reader", message), ("solver", answer))):

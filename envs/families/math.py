@@ -2,16 +2,16 @@
 
 | | |
 |---|---|
-| Ids | ``math-1agent-v1``, ``math-2agent-v1``, ``math-3agent-v1``, ``math-4agent-v1`` |
+| Ids | ``math-1agent-v2``, ``math-2agent-v2``, ``math-3agent-v2``, ``math-4agent-v2`` |
 | Agents (graph order) | 1: solver; 2: solver -> verifier; 3: planner -> solver -> verifier; 4: decomposer -> planner -> executor -> verifier |
 | Graph | full chain: each role sees every earlier role's message of the round |
 | Observation keys | ``task``, ``role``, ``instructions``, ``round``, ``context``, ``feedback`` |
 | Action | text (``str``; cut at ``max_action_chars`` and flagged) |
-| Reward | 1.0 when the graded role's single ``\\boxed{}`` answer equals the gold answer (math-verify), else 0.0; an episode's rewards add up to its final score |
+| Reward | ``(1 - format_weight) * correct + format_weight * format_ok`` of the graded role: ``correct`` when its answer has the gold value however it is written (its one boxed answer, else, with no box at all, its last number; several different boxes commit to nothing), ``format_ok`` when it gives exactly one ``\\boxed{}`` answer; ``format_weight`` 0.1 by default; an episode's rewards add up to its final score |
 | Graded role | the last role of the round (verifier; the solver alone in math-1agent) |
-| Episode end | terminated when solved or when the last round (``horizon``, default 1) is judged; truncated only by ``max_rounds`` |
-| Arguments | ``tasks`` (default: ``arithmetic`` difficulty 1), ``split``, ``horizon``, ``max_rounds``, ``roles``, ``prompts``, ``max_action_chars``, ``render_mode``, ``grade_timeout`` |
-| Credit info | ``infos[role]``: ``own_correct``, ``format_ok``, ``answer_correct``, ``format_error``, ``grade_reason``, ``graded`` |
+| Episode end | terminated when solved (the graded answer's value is right) or when the last round (``horizon``, default 1) is judged; truncated only by ``max_rounds`` |
+| Arguments | ``tasks`` (default: ``arithmetic`` difficulty 1), ``split``, ``horizon``, ``max_rounds``, ``roles``, ``prompts``, ``max_action_chars``, ``render_mode``, ``grade_timeout``, ``format_weight`` |
+| Credit info | ``infos[role]``: ``answer`` (the value the role committed to: its one boxed answer, else, with no box at all, its last number; None), ``own_correct``, ``format_ok``, ``answer_correct``, ``format_error``, ``grade_reason``, ``graded`` |
 
 ``format_ok`` is True when the message gives exactly one boxed answer (the same
 box repeated counts once); ``answer_correct`` says whether the role's answer
@@ -20,6 +20,12 @@ else the last number or fraction in the message (None for a role whose
 message holds none; the graded role always gets a bool).
 
 Version history:
+    v2: the reward credits the graded answer's value however it is written
+        (a model that answers "The answer is 12." is right), and the box is a
+        separate, smaller shaping term (``format_weight``, default 0.1); an
+        episode is solved when the value is right; the role infos gain
+        ``answer``. v1 paid 1.0 only for exactly one right boxed answer, so a
+        pretrained model that rarely boxes got no signal.
     v1: judging the last round terminates the episode (v0 truncated it at
         the horizon, which Gymnasium reads as "the game could go on"); the
         role infos gain ``format_ok`` and ``answer_correct``; the default
@@ -51,7 +57,7 @@ from flexmg.envs.families.common import judge_turns, team_workflows
 from flexmg.tasks import Split, Task, TaskSource
 from flexmg.workflow import Workflow
 
-VERSION = 1
+VERSION = 2
 
 #: Env name -> its roles in graph order (the last one is graded).
 TEAMS: dict[str, tuple[str, ...]] = {
@@ -77,7 +83,10 @@ PROMPTS: dict[str, str] = {
     "executor": f"You are the executor. Follow the plan and compute the answer. {BOX}",
 }
 
-OPTIONS: dict[str, Any] = {"grade_timeout": 1.0}
+FORMAT_WEIGHT = 0.1
+"""Default share of the reward paid for the format (one boxed answer), the rest for the value."""
+
+OPTIONS: dict[str, Any] = {"grade_timeout": 1.0, "format_weight": FORMAT_WEIGHT}
 
 # A number as an answer may be written: 1,234 / -3.5 / 3/4 / \frac{3}{4} / -\dfrac{1}{2}.
 _LAST_VALUE = re.compile(
@@ -113,18 +122,31 @@ def last_value(text: str) -> str | None:
 
 
 class MathReward:
-    """Score = the graded role's boxed answer checked by :func:`flexmg.envs.math.grade_detailed`.
+    """Score = the graded role's answer value (however written) plus a small format term.
 
-    Every role also gets credit info (see the module docstring).
+    ``score = (1 - format_weight) * correct + format_weight * format_ok``, where
+    ``correct`` is the graded role's ``answer_correct`` (its boxed answer, else
+    the last number it wrote, checked by :func:`flexmg.envs.math.grade_detailed`)
+    and ``format_ok`` says it gave exactly one boxed answer. Every role also gets
+    credit info (see the module docstring).
+
+    >>> MathReward(format_weight=0.25).format_weight
+    0.25
     """
 
-    def __init__(self, grade_timeout: float = 1.0) -> None:
+    def __init__(self, grade_timeout: float = 1.0, format_weight: float = FORMAT_WEIGHT) -> None:
+        if isinstance(format_weight, bool) or not 0.0 <= float(format_weight) < 1.0:
+            raise ValueError(f"format_weight must be in [0, 1), got {format_weight!r}")
         self.grade_timeout = float(grade_timeout)
+        self.format_weight = float(format_weight)
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> MathReward:
-        """Build from the env's options (``grade_timeout``)."""
-        return cls(grade_timeout=options.get("grade_timeout", 1.0))
+        """Build from the env's options (``grade_timeout``, ``format_weight``)."""
+        return cls(
+            grade_timeout=options.get("grade_timeout", 1.0),
+            format_weight=options.get("format_weight", FORMAT_WEIGHT),
+        )
 
     def _grade(self, text: str, task: Task) -> Any:
         from flexmg.envs.math import grade_detailed, settings_for_task
@@ -133,8 +155,7 @@ class MathReward:
             text, task.answer, timeout=self.grade_timeout, settings=settings_for_task(task)
         )
 
-    def _value_correct(self, text: str, task: Task) -> bool | None:
-        value = last_value(text)
+    def _value_correct(self, value: str | None, task: Task) -> bool | None:
         if value is None:
             return None
         return self._grade(f"\\boxed{{{value}}}", task).score >= 1.0
@@ -142,20 +163,29 @@ class MathReward:
     def credit(self, turn: TurnRecord, task: Task, graded: bool) -> tuple[dict[str, Any], Any]:
         """The credit info of one turn, and its grade result (None when not graded)."""
         boxed = "\\boxed" in turn.action or "\\fbox" in turn.action
+        value = last_value(turn.action)
         if not (graded or boxed):
             info = {"own_correct": None, "format_error": False, "graded": False}
-            info.update(format_ok=False, answer_correct=self._value_correct(turn.action, task))
+            info.update(
+                format_ok=False, answer=value, answer_correct=self._value_correct(value, task)
+            )
             return info, None
         result = self._grade(turn.action, task)
         own_correct = result.score >= 1.0
         format_ok = not result.format_error
-        answer_correct = own_correct if format_ok else self._value_correct(turn.action, task)
+        if format_ok:
+            answer, answer_correct = _shown(result.extracted), own_correct
+        elif boxed:  # boxes, but not one answer (several values, an empty box): no commitment
+            answer, answer_correct = None, None
+        else:
+            answer, answer_correct = value, self._value_correct(value, task)
         if graded and answer_correct is None:
             answer_correct = False
         info = {
             "own_correct": own_correct,
             "format_error": bool(result.format_error),
             "format_ok": format_ok,
+            "answer": answer,
             "answer_correct": answer_correct,
             "grade_reason": result.reason,
             "graded": graded,
@@ -165,27 +195,35 @@ class MathReward:
     def __call__(self, task: Task, transcript: Sequence[TurnRecord]) -> Judgement:
         """Judge the latest round."""
         graded, role_info, result = judge_turns(self.credit, task, transcript)
-        if result.score >= 1.0:
-            feedback = "The final answer is correct."
-        elif result.format_error:
-            feedback = (
-                f"No single final answer was found ({result.reason}): "
-                "put exactly one answer inside \\boxed{}."
-            )
-        else:
-            feedback = f"The final answer {result.extracted!s:.200} is incorrect. Try again."
         team = role_info[graded.role]
+        correct, format_ok = bool(team["answer_correct"]), bool(team["format_ok"])
+        if correct:
+            feedback = "The final answer is correct."
+        elif team["answer"] is None:
+            feedback = "No final answer was found: put exactly one answer inside \\boxed{}."
+        else:
+            feedback = f"The final answer {team['answer']!s:.200} is incorrect. Try again."
+        w = self.format_weight
         return Judgement(
-            score=float(result.score),
+            score=(1.0 - w) * correct + w * format_ok,
+            done=correct,
             feedback=feedback,
             role_info=role_info,
             metrics={
                 "graded_role": graded.role,
                 "grade_reason": result.reason,
-                "format_ok": team["format_ok"],
-                "answer_correct": team["answer_correct"],
+                "format_ok": format_ok,
+                "answer_correct": correct,
             },
         )
+
+
+def _shown(extracted: Any) -> str | None:
+    """The grader's extracted answer as short text (None when nothing was extracted)."""
+    if extracted is None:
+        return None
+    text = str(extracted).strip()
+    return text[:200] if text else None
 
 
 #: Env name -> its workflow; registered as ``<name>-v<VERSION>``.

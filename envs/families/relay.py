@@ -8,21 +8,23 @@ only be learned from the team reward, because the reader is never graded.
 
 | | |
 |---|---|
-| Ids | ``relay-2agent-v0``, ``relay-3agent-v0`` |
+| Ids | ``relay-2agent-v1``, ``relay-3agent-v1`` |
 | Agents (graph order) | 2: reader -> solver; 3: reader -> courier -> solver |
 | Graph | a path: each role sees only the previous role's message of the round |
 | Observation keys | ``task`` (the problem for the reader; a notice that it is hidden for the others), ``role``, ``instructions``, ``round``, ``context``, ``feedback`` |
 | Action | text (``str``; cut at ``max_action_chars`` and flagged) |
-| Reward | 1.0 when the solver's single ``\\boxed{}`` answer equals the gold answer (math-verify), else 0.0 |
+| Reward | as in the math family: ``(1 - format_weight) * correct + format_weight * format_ok`` of the solver's answer (its value however written; one ``\\boxed{}`` for the format term) |
 | Graded role | solver (the last role) |
 | Episode end | terminated when solved or when the last round (``horizon``, default 1) is judged; truncated only by ``max_rounds`` |
-| Arguments | ``tasks`` (default: ``arithmetic`` difficulty 1, any math source works), ``split``, ``horizon``, ``max_rounds``, ``roles``, ``prompts``, ``max_action_chars``, ``render_mode``, ``grade_timeout`` |
-| Credit info | as in the math family: ``own_correct``, ``format_ok``, ``answer_correct``, ``format_error``, ``grade_reason``, ``graded`` |
+| Arguments | ``tasks`` (default: ``arithmetic`` difficulty 1, any math source works), ``split``, ``horizon``, ``max_rounds``, ``roles``, ``prompts``, ``max_action_chars``, ``render_mode``, ``grade_timeout``, ``format_weight`` |
+| Credit info | as in the math family: ``answer``, ``own_correct``, ``format_ok``, ``answer_correct``, ``format_error``, ``grade_reason``, ``graded`` |
 
 With ``horizon > 1`` the earlier rounds' messages and the feedback are shown
 to every role, as in every flexmg env.
 
 Version history:
+    v1: the math family's v2 reward (the value, however written, plus a small
+        format term); solved when the solver's value is right.
     v0: first release.
 
 Example:
@@ -44,11 +46,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from flexmg.envs.families.common import team_workflows
-from flexmg.envs.families.math import BOX, MathReward, math_task_source
+from flexmg.envs.families.math import BOX, FORMAT_WEIGHT, MathReward, math_task_source
 from flexmg.tasks import Task
 from flexmg.workflow import Workflow
 
-VERSION = 0
+VERSION = 1
 
 #: Env name -> its roles in graph order (the last one is graded).
 TEAMS: dict[str, tuple[str, ...]] = {
@@ -70,7 +72,7 @@ PROMPTS: dict[str, str] = {
     "solver": f"You are the solver. You cannot see the problem; solve what you were told. {BOX}",
 }
 
-OPTIONS: dict[str, Any] = {"grade_timeout": 1.0}
+OPTIONS: dict[str, Any] = {"grade_timeout": 1.0, "format_weight": FORMAT_WEIGHT}
 
 
 def hidden_task(task: Task) -> str:

@@ -214,6 +214,8 @@ def test_roles_and_prompts_overrides():
 
 def test_list_task_source_split_never_overlaps():
     tasks = [Task(id=f"t{i}", prompt=str(i)) for i in range(200)]
-    parts = [{t.id for t in ListTaskSource(tasks, split=s).tasks} for s in ("train", "eval", "test")]
+    parts = [
+        {t.id for t in ListTaskSource(tasks, split=s).tasks} for s in ("train", "eval", "test")
+    ]
     assert all(parts) and sum(map(len, parts)) == len(set().union(*parts))
     assert set().union(*parts) == {t.id for t in tasks}

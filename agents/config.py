@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flexmg.models.config import DTYPE_NAMES, SamplingConfig
 from flexmg.settings import Check, Settings, documented, setting
 
 __all__ = [
-    "DTYPE_NAMES",
     "PPOConfig",
     "PolicyConfig",
     "RATIOS",
@@ -47,8 +47,6 @@ __all__ = [
 
 RATIOS = ("token", "action_mean", "action_sum")
 """The importance ratios of APPO (:attr:`PPOConfig.ratio`)."""
-DTYPE_NAMES = ("bf16", "bfloat16", "float16", "float32", "fp16", "fp32")
-"""Weight dtypes a :class:`PolicyConfig` may name (besides ``"auto"``)."""
 
 
 def _positive(v: Any) -> bool:
@@ -57,35 +55,6 @@ def _positive(v: Any) -> bool:
 
 def _at_least(low: int) -> Check:
     return (lambda v: v >= low, f">= {low}")
-
-
-@documented
-@dataclass(frozen=True)
-class SamplingConfig(Settings):
-    """The whole sampling distribution of rollouts (greedy evaluation takes the argmax).
-
-    >>> SamplingConfig().is_temperature_only
-    True
-    """
-
-    temperature: float = setting(
-        1.0, "logits are divided by it", check=(_positive, "> 0 (use greedy for argmax)")
-    )
-    top_k: int = setting(
-        0,
-        "keep the k most likely tokens (0: off, the default)",
-        check=(lambda v: v >= 0, ">= 0 (0 disables it)"),
-    )
-    top_p: float = setting(
-        1.0,
-        "keep the smallest set of tokens with this much probability (1.0: off)",
-        check=(lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
-    )
-
-    @property
-    def is_temperature_only(self) -> bool:
-        """True when no truncation (top-k / top-p) is in effect."""
-        return self.top_k == 0 and self.top_p >= 1.0
 
 
 def _algorithm_names() -> list[str]:
@@ -239,7 +208,7 @@ class PolicyConfig(Settings):
     dtype: str = setting(
         "auto",
         "auto (bf16 on a CUDA device that has it, else fp32) or a dtype name (--bf16)",
-        choices=("auto", *DTYPE_NAMES),
+        choices=("auto", *sorted(DTYPE_NAMES)),
     )
     gradient_checkpointing: bool = setting(
         False,

@@ -49,11 +49,11 @@ from pathlib import Path
 from typing import Any
 
 import flexmg
-from flexmg.agents.episodes import rollout
-from flexmg.agents.evaluation import distinct_seed_plan
 from flexmg.baselines.entries import Entry, EntryContext, EntrySpec, search_path
 from flexmg.baselines.report import CHART_FILE, TABLE_FILE, write_reports
 from flexmg.baselines.stats import mean_ci
+from flexmg.episodes import rollout
+from flexmg.evaluation import distinct_seed_plan
 from flexmg.io import atomic_write_json
 from flexmg.metrics import summarize_episodes
 from flexmg.protocols import VectorEnv

@@ -128,7 +128,7 @@ def child(
 
     torch.set_num_threads(threads)
     from flexmg.agents.policy import PolicyConfig, TeamPolicy
-    from flexmg.agents.tiny_model import count_parameters
+    from flexmg.models.tiny.model import count_parameters
 
     torch.manual_seed(seed)
     roles = list(TEAMS[agents])
@@ -258,8 +258,8 @@ def _gpu_peak(device: Any) -> dict[str, float]:
 
 def save_mid_model(folder: Path) -> str:
     """Write the ~50M-parameter random Qwen2-style model (character tokenizer) to ``folder``."""
-    from flexmg.agents.tiny_model import build_tiny_model, count_parameters, mid_config
-    from flexmg.agents.tokenizer import build_char_tokenizer
+    from flexmg.models.tiny.model import build_tiny_model, count_parameters, mid_config
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
     model = build_tiny_model(seed=0, config=mid_config())
     print(f"mid model: {count_parameters(model) / 1e6:.1f}M parameters", file=sys.stderr)
@@ -334,8 +334,8 @@ DEFAULT_VOCAB, DEFAULT_NEW_TOKENS, DEFAULT_EPISODES = 151_936, 512, 128
 
 def save_thin_model(folder: Path, vocab: int) -> str:
     """A 1-layer, 32-wide Qwen2-shaped random model with a ``vocab``-token embedding."""
-    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
-    from flexmg.agents.tokenizer import build_char_tokenizer
+    from flexmg.models.tiny.model import build_tiny_model, tiny_config
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
     cfg = tiny_config(vocab_size=vocab, hidden_size=32, intermediate_size=64,
                       num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1)  # fmt: skip

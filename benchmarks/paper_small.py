@@ -68,7 +68,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-WARMSTART = Path(__file__).resolve().parent.parent / "agents" / "assets" / "tiny" / "warmstart.json"
+WARMSTART = Path(__file__).resolve().parent.parent / "models" / "tiny" / "assets" / "warmstart.json"
 ENVS = ["math-2agent", "math-3agent", "math-4agent", "code-2agent", "code-3agent", "code-4agent"]
 SEEDS = [0, 1, 2, 3, 4]
 # team variant -> (algorithm, extra `flexmg train` flags)

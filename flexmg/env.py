@@ -33,7 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
@@ -43,6 +43,9 @@ from pettingzoo import AECEnv
 from flexmg.graph import DependencyGraph
 from flexmg.spaces import UnicodeText
 from flexmg.tasks import Task, stable_hash
+
+if TYPE_CHECKING:
+    from flexmg.family import Family
 
 GraphFn = Callable[[int, Sequence["TurnRecord"]], DependencyGraph]
 
@@ -151,6 +154,10 @@ class FlexMGEnv(AECEnv):
             beyond the limit keeps its most recent part.
         render_mode: ``None``, ``"human"`` (print turns) or ``"ansi"``.
         name: the env's name (``metadata["name"]``).
+
+    Attributes:
+        family: what the env's family declares about itself
+            (:class:`flexmg.family.Family`), or None.
     """
 
     metadata: dict[str, Any] = {
@@ -158,6 +165,7 @@ class FlexMGEnv(AECEnv):
         "render_modes": ["human", "ansi"],
         "is_parallelizable": True,
     }
+    family: Family | None = None
 
     def __init__(
         self,

@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict
@@ -40,6 +41,7 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_ci_over_seeds",
     "episode_mean",
+    "pass_at_k",
     "prompt_intervals",
     "prompt_key",
     "prompt_values",
@@ -190,6 +192,19 @@ def bootstrap_ci_over_seeds(
         ]
     stats.sort()
     return stats[int(0.025 * resamples)], stats[min(resamples - 1, int(0.975 * resamples))]
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from ``c`` successes in ``n`` samples (Chen et al., 2021).
+
+    >>> pass_at_k(n=8, c=2, k=1), pass_at_k(n=8, c=0, k=8), pass_at_k(n=8, c=1, k=8)
+    (0.25, 0.0, 1.0)
+    """
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass_at_k needs 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def prompt_key(metrics: Mapping[str, Any], index: int = 0) -> str:

@@ -133,10 +133,12 @@ def test_policy_config_normalises_sequences() -> None:
 
 def test_dtype_names_are_the_policys() -> None:
     pytest.importorskip("torch")
-    from flexmg.agents.config import DTYPE_NAMES
-    from flexmg.agents.policy import _DTYPES
+    from flexmg.models.config import DTYPE_NAMES
+    from flexmg.models.loading import DTYPES
 
-    assert sorted(_DTYPES) == sorted(DTYPE_NAMES)
+    assert sorted(DTYPES) == sorted(DTYPE_NAMES)
+    policy_dtype = next(f for f in fields(PolicyConfig) if f.name == "dtype")
+    assert set(policy_dtype.metadata["choices"]) == {"auto", *DTYPES}
 
 
 def test_an_old_config_json_reads_back_and_writes_the_same() -> None:

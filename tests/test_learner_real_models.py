@@ -18,7 +18,7 @@ from flexmg.agents.credit import marft_credit
 from flexmg.agents.policy import PolicyConfig, TeamPolicy
 from flexmg.agents.ppo import PPOConfig, PPOLearner, _Stats
 from flexmg.agents.samples import RolloutBatch, Sample
-from flexmg.agents.sampling import processed_logits
+from flexmg.models.sampling import processed_logits
 
 ROLES = ["solver", "verifier"]
 OBS = {"task": "What is 7 + 5?", "role": "solver", "instructions": "Solve it; box the answer."}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import flexmg
-from flexmg.agents.evaluation import evaluation_record
+from flexmg.evaluation import evaluation_record
 from flexmg.metrics import summarize_episodes
 
 
@@ -37,9 +37,9 @@ def test_mean_rounds_of_scripted_two_round_episodes() -> None:
 
 def test_trainer_reports_mean_rounds_at_horizon_two(tmp_path) -> None:
     pytest.importorskip("peft")
-    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
-    from flexmg.agents.tokenizer import build_char_tokenizer
     from flexmg.agents.trainer import TrainConfig, Trainer, read_metrics
+    from flexmg.models.tiny.model import build_tiny_model, tiny_config
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
     model = tmp_path / "model"
     cfg = tiny_config(hidden_size=32, intermediate_size=64, num_hidden_layers=1,

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from flexmg.agents.policy import ActionBatch, Evaluation, PolicyConfig, TeamPolicy
-from flexmg.agents.tiny_model import build_tiny_model, tiny_config
-from flexmg.agents.tokenizer import build_char_tokenizer
+from flexmg.models.tiny.model import build_tiny_model, tiny_config
+from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
 ROLES = ["solver", "verifier"]
 OBS = [

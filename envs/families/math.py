@@ -48,6 +48,8 @@ from typing import Any, cast
 
 from flexmg.env import Judgement, TurnRecord
 from flexmg.envs.families.common import judge_turns, team_workflows
+from flexmg.envs.families.teachers import MathTeacher
+from flexmg.family import Family, WarmStart
 from flexmg.tasks import Split, Task, TaskSource
 from flexmg.workflow import Workflow
 
@@ -188,12 +190,72 @@ class MathReward:
         )
 
 
+# ----------------------------------------------------------------- what it declares
+def math_oracle(task: Task, role: str, instructions: str, graded: bool) -> str:
+    """The scripted oracle's message for one role on a math task (solves it exactly).
+
+    >>> t = Task(id="t", prompt="What is 2 + 3?", answer="5", meta={"solution": "2 + 3 = 5"})
+    >>> math_oracle(t, "verifier", "", graded=True)
+    '2 + 3 = 5\\nThe answer is \\\\boxed{5}.'
+    """
+    solution = str(task.meta.get("solution") or "").strip()
+    boxed = f"The answer is \\boxed{{{task.answer}}}."
+    if graded or "\\boxed" in instructions:
+        return f"{solution}\n{boxed}" if solution else boxed
+    if role == "decomposer":
+        return (
+            "1. Which quantities does the problem give?\n"
+            "2. Which operations combine them, in which order?\n"
+            "3. What is the final value?"
+        )
+    return "Plan: identify the given quantities, apply the operations in order, check the result."
+
+
+def math_score(task: Task, message: str) -> float:
+    """The message graded as the team's final answer (its single boxed answer).
+
+    >>> math_score(Task(id="t", prompt="1 + 1?", answer="2"), "so \\\\boxed{2}")
+    1.0
+    """
+    from flexmg.envs.math import grade
+
+    return float(grade(message, task.answer))
+
+
+#: The tiny model's warm-start tasks of the math envs (``tasks=`` specs, weights; train
+#: split): difficulty 1 is the default task (operands up to 40), 2 (up to 99) adds breadth.
+MATH_WARM_START_TASKS: tuple[tuple[Any, float], ...] = (
+    ({"name": "arithmetic", "difficulty": 1}, 0.85),
+    ({"name": "arithmetic", "difficulty": 2}, 0.15),
+)
+
+#: The family's metadata. Its warm-start data are mostly short single-solver transcripts:
+#: the arithmetic is learned per example, and longer multi-role transcripts cost more
+#: compute for the same number of answers.
+FAMILY = Family(
+    name="math",
+    teams=TEAMS,
+    tasks=math_task_source,
+    oracle=math_oracle,
+    score=math_score,
+    warm_start=WarmStart(
+        tasks=MATH_WARM_START_TASKS,
+        envs=(
+            ("math-1agent", 0.5),
+            ("math-2agent", 0.35),
+            ("math-3agent", 0.1),
+            ("math-4agent", 0.05),
+        ),  # fmt: skip
+        teacher=MathTeacher,
+    ),
+)
+
+
 #: Env name -> its workflow; registered as ``<name>-v<VERSION>``.
 WORKFLOWS: dict[str, Workflow] = team_workflows(
-    TEAMS,
+    FAMILY,
     prompts=PROMPTS,
     describe=lambda roles: f"math: {' -> '.join(roles)} (graded)",
-    tasks=math_task_source,
     reward_factory=MathReward.from_options,
     options=OPTIONS,
 )

@@ -191,6 +191,7 @@ class TeamPolicy(nn.Module):
         config = config if config is not None else PolicyConfig()
         if not isinstance(config, PolicyConfig):
             raise TypeError(f"config must be a PolicyConfig, got {type(config).__name__}")
+        config = config.resolved(roles=roles)  # the model kind's defaults where they are None
         self.roles: list[str] = _checked_roles(roles)
         self.config = config
         self.device = resolve_device(config.device)

@@ -51,22 +51,11 @@ from flexmg.agents.marft import Algorithm, get_algorithm
 from flexmg.agents.ppo import PPOLearner
 from flexmg.agents.samples import RolloutBatch, collect_rollout
 from flexmg.evaluation import evaluation_record
-from flexmg.family import family_of, token_budget
 from flexmg.io import atomic_write_text, atomic_write_via, json_default
 from flexmg.metrics import summarize_episodes
-from flexmg.models.zoo import model_kind
 from flexmg.protocols import VectorEnv
 
 CKPT_FORMAT = 1
-# Defaults of the policy and PPO for the tiny model on CPU (the main job). The MARFT
-# reference hyperparameters (lr 1e-6, 512 new tokens) are for 7B models.
-TINY_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 1.0}
-TINY_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-3, "lr_critic": 1e-3}
-# Starting points for real Hugging Face LLMs (``--model NAME``); flags override them.
-# Sampling is temperature only (no top-k/top-p: see docs/marft.md); micro-batches of 8
-# rows keep one update at 128 episodes x 512 tokens in bounded memory.
-LLM_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 0.5, "micro_batch": 8}
-LLM_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-5, "lr_critic": 5e-5}
 
 
 def derive_seed(*parts: int) -> int:
@@ -104,7 +93,12 @@ class Trainer:
         _resume_state: internal; use :meth:`Trainer.resume`.
     """
 
-    def __init__(self, config: TrainConfig, _resume_state: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: TrainConfig,
+        _resume_state: dict[str, Any] | None = None,
+        _resolved: tuple[PolicyConfig, PPOConfig] | None = None,
+    ) -> None:
         from flexmg.agents.policy import TeamPolicy
 
         self.config = config
@@ -112,16 +106,9 @@ class Trainer:
         self.run_dir = Path(config.run_dir or default_run_dir(config.env, config.algo))
         config.run_dir = str(self.run_dir)
         self.roles = env_roles(config.env, config.env_kwargs)
-        kind = model_kind(config.policy.get("model", "tiny"))
-        tiny = kind == "tiny"
-        budget = token_budget(family_of(config.env), kind, self.roles)
-        policy_defaults = {**(TINY_POLICY_DEFAULTS if tiny else LLM_POLICY_DEFAULTS),
-                           "max_new_tokens": budget}  # fmt: skip
-        ppo_defaults = TINY_PPO_DEFAULTS if tiny else LLM_PPO_DEFAULTS
-        policy_kwargs = {**policy_defaults, "seed": config.seed, **config.policy}
-        policy_kwargs["critic"] = self.algorithm.critic
-        self.policy_config = PolicyConfig(**policy_kwargs)
-        self.ppo_config = PPOConfig(**{**ppo_defaults, **config.ppo})
+        self.policy_config, self.ppo_config = _resolved or config.resolved(
+            self.roles, self.algorithm.critic
+        )
         torch.manual_seed(derive_seed(config.seed, -1))
         self.policy = TeamPolicy(self.roles, self.policy_config)
         self.learner = PPOLearner(self.policy, self.ppo_config, self.algorithm.credit)
@@ -162,7 +149,7 @@ class Trainer:
         state = load_checkpoint(ckpt)
         if state.get("format") != CKPT_FORMAT:
             raise CheckpointError(f"{ckpt}: unsupported checkpoint format {state.get('format')!r}")
-        return cls(train, _resume_state=state)
+        return cls(train, _resume_state=state, _resolved=(saved.policy_config, saved.ppo_config))
 
     def _load_state(self, state: dict[str, Any]) -> None:
         self.policy.load_trainable_state(state["policy"])

@@ -198,7 +198,7 @@ def aggregate(runs: Sequence[dict[str, Any]], part: str, key: str) -> list[dict[
     >>> row["update"], round(row["mean"], 3), row["n"]
     (0, 0.3, 2)
     """
-    from flexmg.baselines.stats import mean_ci
+    from flexmg.metrics import mean_ci
 
     by_update: dict[int, list[float]] = {}
     for run in runs:
@@ -258,7 +258,7 @@ def plot(summary: dict[str, Any], path: Path, title: str) -> None:
 
 def table(summary: dict[str, Any]) -> str:
     """Start and end of every figure per variant (mean ± 95% half-width over seeds)."""
-    from flexmg.baselines.stats import format_mean_ci
+    from flexmg.metrics import format_mean_ci
 
     def cell(row: dict[str, Any]) -> str:
         half = None if row["ci95"][1] is None else row["ci95"][1] - row["mean"]

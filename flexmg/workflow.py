@@ -216,10 +216,13 @@ class WorkflowEnv(FlexMGEnv):
             self._size: int | None = len(self.task_source)  # type: ignore[arg-type]
         except TypeError:
             self._size = None
-        if workflow.reward_factory is not None:
-            self._reward = workflow.reward_factory(self.options)
-        else:
-            self._reward = workflow.reward
+        reward = (
+            workflow.reward_factory(self.options)
+            if workflow.reward_factory is not None
+            else workflow.reward
+        )
+        assert reward is not None  # Workflow checks that exactly one of the two is given
+        self._reward: RewardFn = reward
 
     @staticmethod
     def _make_source(declared: Any, spec: Any, split: str) -> TaskSource:
@@ -257,7 +260,7 @@ class WorkflowEnv(FlexMGEnv):
 
     def task_text(self, agent: str) -> str:
         view = self.workflow.task_views.get(agent)
-        return super().task_text(agent) if view is None else str(view(self.task))
+        return super().task_text(agent) if view is None else str(view(self.current_task))
 
     def judge(self, task: Task, transcript: Sequence[TurnRecord], round_index: int) -> Judgement:
         result = self._reward(task, transcript)

@@ -30,7 +30,14 @@ def qwen_path(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def make(path: str, **kw: object) -> TeamPolicy:
-    cfg = {"model": path, "critic_hidden": (16,), "max_new_tokens": 6, "device": "cpu"}
+    cfg = {
+        "model": path,
+        "critic_hidden": (16,),
+        "max_new_tokens": 6,
+        "device": "cpu",
+        "temperature": 1.0,
+        "micro_batch": 0,
+    }  # a model folder is the "llm" kind: set here
     return TeamPolicy(ROLES, PolicyConfig(**{**cfg, **kw}))  # type: ignore[arg-type]
 
 

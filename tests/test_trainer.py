@@ -10,6 +10,7 @@ pytest.importorskip("peft")
 
 import flexmg.cli as cli  # noqa: E402
 from flexmg.agents.checkpoint import CheckpointError, list_checkpoints  # noqa: E402
+from flexmg.agents.config import RunConfig  # noqa: E402
 from flexmg.agents.evaluation import read_eval_episodes, saved_eval_updates  # noqa: E402
 from flexmg.agents.trainer import TrainConfig, Trainer, read_metrics  # noqa: E402
 from flexmg.evaluation import evaluation_record  # noqa: E402
@@ -165,7 +166,13 @@ def test_a_run_folder_of_the_old_code_resumes_to_the_same_records(small_model, t
     before = json.loads(config.read_text())
     Trainer.resume(run).run()
     after = json.loads(config.read_text())
-    assert after == {**before, "train": {**before["train"], "run_dir": str(run)}}
+    # the same settings, in the typed configs (the old "train" section held only the policy
+    # and PPO fields it set), and the resolved sections unchanged
+    moved = {**before, "train": {**before["train"], "run_dir": str(run)}}
+    assert RunConfig.from_dict(after) == RunConfig.from_dict(moved)
+    assert {k: v for k, v in after.items() if k != "train"} == {
+        k: v for k, v in before.items() if k != "train"
+    }
     expected = [json.loads(line) for line in (old / "uninterrupted_metrics.jsonl").open()]
     got = read_metrics(run)
     assert [(r["kind"], r["update"]) for r in got] == [(r["kind"], r["update"]) for r in expected]

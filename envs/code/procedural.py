@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from flexmg.tasks import Split, Task, TaskSource, in_eval_split, stable_hash
+from flexmg.tasks import Split, Task, in_eval_split, register_task_source, stable_hash
 
 from .procedural_spec import (
     COMPARISONS,
@@ -56,7 +56,6 @@ from .procedural_spec import (
 __all__ = [
     "DEFAULT_DIFFICULTIES",
     "DIFFICULTY_CONFIGS",
-    "CODE_GENERATORS",
     "ProceduralCodeConfig",
     "ProceduralCodeTasks",
     "canonical_key",
@@ -575,8 +574,7 @@ def wrong_solution(task: Task, rng: random.Random) -> str:
 
 # ----------------------------------------------------------------- registration
 
-#: Procedural code task families by name, as ``make_code_source`` and ``tasks=`` know them:
-#: each takes ``difficulty, seed, split, eval_fraction`` keywords and returns a TaskSource.
-CODE_GENERATORS: dict[str, Callable[..., TaskSource]] = {
-    ProceduralCodeTasks.family: ProceduralCodeTasks,
-}
+# The procedural code family joins the one task-source registry (kind "code"), where
+# ``make_code_source`` and ``tasks=`` find it by name; it takes ``difficulty, seed, split,
+# eval_fraction`` keywords.
+register_task_source(ProceduralCodeTasks.family, ProceduralCodeTasks, kind="code")

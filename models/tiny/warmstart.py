@@ -58,6 +58,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,29 +71,55 @@ from flexmg.family import Family
 from flexmg.models.tiny.model import TINY_ASSET_DIR, build_tiny_model, count_parameters, tiny_config
 from flexmg.models.tiny.tokenizer import build_char_tokenizer
 from flexmg.models.tiny.transcripts import env_episode, teacher_episode
+from flexmg.settings import Settings, add_flags, documented, from_flags, setting
 
-DEFAULTS: dict[str, Any] = {
-    "seed": 0,
-    "steps": 4000,
-    "batch_size": 64,
-    "lr": 3e-3,
-    "warmup": 100,
-    # Share of procedural code episodes in stage 1 (the shipped checkpoint's code comes in
-    # stage 2: sharpen_code_weight).
-    "code_weight": 0.0,
-    # Share of relay episodes (relay teacher on the real relay envs) in the warm-start data.
-    "relay_weight": 0.1,
-    # Share of the math episodes played with horizon 2 (retry rounds after feedback).
-    "multi_round_weight": 0.15,
-    # Stage 2 ("sharpen"): more steps on the same data from stage 1's weights, with a
-    # second warmup + cosine cycle. Stage 1 leaves the arithmetic imprecise (a third of
-    # held-out greedy answers are neither right nor the slip); stage 2 makes the answers
-    # mostly right-or-slip, so the slip is what RL has to unlearn.
-    "sharpen_steps": 3000,
-    "sharpen_lr": 1e-3,
-    # Share of procedural code episodes in stage 2 (stage 1 has none: code_weight 0).
-    "sharpen_code_weight": 0.35,
-}
+
+def _share(v: Any) -> bool:
+    return 0.0 <= v < 1.0
+
+
+@documented
+@dataclass(frozen=True)
+class WarmStartConfig(Settings):
+    """The settings of the shipped warm start (``python -m flexmg.models.tiny.warmstart``).
+
+    Stage 1 leaves the arithmetic imprecise (a third of held-out greedy answers are
+    neither right nor the slip); stage 2 ("sharpen": more steps on the same data from
+    stage 1's weights, with a second warmup + cosine cycle) makes the answers mostly
+    right-or-slip, so the slip is what RL has to unlearn.
+    """
+
+    seed: int = setting(0, "data and initialization seed", flag="--seed")
+    steps: int = setting(4000, "stage 1 steps", flag="--steps")
+    batch_size: int = setting(64, "transcripts per step", flag="--batch-size")
+    lr: float = setting(3e-3, "stage 1 peak learning rate", flag="--lr")
+    warmup: int = setting(100, "stage 1 warmup steps", flag="--warmup")
+    code_weight: float = setting(
+        0.0,
+        "share of procedural code episodes in stage 1 (the shipped code comes in stage 2)",
+        flag="--code-weight",
+        check=(_share, "in [0, 1)"),
+    )
+    relay_weight: float = setting(
+        0.1, "share of relay episodes (on the real relay envs)", flag="--relay-weight",
+        check=(_share, "in [0, 1)"),
+    )  # fmt: skip
+    multi_round_weight: float = setting(
+        0.15,
+        "share of the math episodes played with horizon 2 (retry rounds after feedback)",
+        flag="--multi-round-weight",
+        check=(_share, "in [0, 1)"),
+    )
+    sharpen_steps: int = setting(3000, "stage 2 steps (0: none)", flag="--sharpen-steps")
+    sharpen_lr: float = setting(1e-3, "stage 2 peak learning rate", flag="--sharpen-lr")
+    sharpen_code_weight: float = setting(
+        0.35, "share of procedural code episodes in stage 2", flag="--sharpen-code-weight",
+        check=(_share, "in [0, 1)"),
+    )  # fmt: skip
+
+
+DEFAULTS: dict[str, Any] = WarmStartConfig().to_dict()
+"""The shipped warm start's settings as keywords of :func:`train`."""
 
 
 # ----------------------------------------------------------------------- data
@@ -622,10 +649,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--from-stage1", type=Path, default=None, metavar="FOLDER",
                         help="skip stage 1: start stage 2 from the weights in FOLDER (a "
                         "checkpoint of the same settings with --sharpen-steps 0)")  # fmt: skip
-    for key, value in DEFAULTS.items():
-        parser.add_argument(f"--{key.replace('_', '-')}", type=type(value), default=value)
+    add_flags(parser, WarmStartConfig, title="settings")
     args = parser.parse_args(argv)
-    kwargs = {k: getattr(args, k) for k in DEFAULTS}
+    kwargs = from_flags(args, WarmStartConfig).to_dict()
     stage1 = None
     if args.from_stage1 is not None:
         from flexmg.models.tiny.model import load_tiny

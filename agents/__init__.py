@@ -1,31 +1,30 @@
-"""Agents for Flex-MG envs: the agent protocol, scripted/random agents, LLM agents, MARFT.
+"""The learner: MARFT and IPPO training a team of LoRA agents on a flexmg env.
 
-The light pieces (protocol, scripted agents, ``rollout``, the configs
-``TrainConfig``/``PolicyConfig``/``PPOConfig``, ``MARFT``) import no torch; the
-LLM pieces (``LLMAgent``, ``TeamPolicy``, ``Trainer``) load torch, transformers
-and peft on first use (``pip install 'flexmg[train]'``).
+* algorithm: :mod:`~flexmg.agents.ppo` (the update), :mod:`~flexmg.agents.gae`,
+  :mod:`~flexmg.agents.credit`, :mod:`~flexmg.agents.critic`, and the algorithm
+  registry :mod:`~flexmg.agents.marft` (``MARFT``, ``IPPO``);
+* policy: :mod:`~flexmg.agents.policy` (``TeamPolicy``: one base model, a LoRA
+  adapter per role, value heads) and :mod:`~flexmg.agents.llm_agent` (a policy as
+  an actor, ``LLMAgent``);
+* rollout samples: :mod:`~flexmg.agents.samples`;
+* the training run: :mod:`~flexmg.agents.trainer`, :mod:`~flexmg.agents.evaluation`,
+  :mod:`~flexmg.agents.checkpoint` and its settings :mod:`~flexmg.agents.config`.
+
+What plays episodes (``flexmg.episodes``, ``flexmg.actors``), the models and their
+decoding (``flexmg.models``) and the scripted agents (``flexmg.baselines.scripted``)
+live in their own packages. Only the configs and the algorithm registry import no
+torch; the rest loads torch, transformers and peft (``pip install 'flexmg[train]'``).
 
 Example:
-    >>> from flexmg.agents import RandomAgent, rollout
-    >>> import flexmg
-    >>> rollout(flexmg.make("echo"), RandomAgent(seed=0), episodes=2).summary()["episodes"]
-    2
+    >>> from flexmg.agents import MARFT, PolicyConfig
+    >>> MARFT.critic, PolicyConfig(lora_r=4).lora_r
+    ('centralized', 4)
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
-
-from flexmg.agents.base import (
-    Agent,
-    EmptyAgent,
-    FunctionAgent,
-    RandomAgent,
-    ScriptedAgent,
-    as_agent,
-)
-from flexmg.agents.episodes import RolloutResult, rollout
 
 _LAZY = {
     "LLMAgent": "flexmg.agents.llm_agent",
@@ -35,19 +34,10 @@ _LAZY = {
     "TrainConfig": "flexmg.agents.config",
     "PPOConfig": "flexmg.agents.config",
     "MARFT": "flexmg.agents.marft",
+    "IPPO": "flexmg.agents.marft",
 }
 
-__all__ = [
-    "Agent",
-    "EmptyAgent",
-    "FunctionAgent",
-    "RandomAgent",
-    "RolloutResult",
-    "ScriptedAgent",
-    "as_agent",
-    "rollout",
-    *_LAZY,
-]
+__all__ = [*_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -26,6 +26,7 @@ import io
 import os
 import random
 import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,64 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint {path} holds {type(state).__name__}, expected a dict")
     return state
+
+
+# ----------------------------------------------------------------------------- a run's policy
+
+
+@dataclass
+class RestoredPolicy:
+    """A run folder's team policy with the adapters and value heads of one checkpoint.
+
+    Attributes:
+        policy: the :class:`~flexmg.agents.policy.TeamPolicy` (in eval mode).
+        config: the run's :class:`~flexmg.agents.config.RunConfig`.
+        checkpoint: the checkpoint file it was restored from.
+        updates: the updates that checkpoint had done.
+    """
+
+    policy: Any
+    config: Any
+    checkpoint: Path
+    updates: int
+
+
+def restore_policy(
+    run_dir: str | os.PathLike[str],
+    checkpoint: str | os.PathLike[str] | None = None,
+    device: str | None = None,
+) -> RestoredPolicy:
+    """The policy of a run folder (``flexmg train``) at its newest checkpoint (or ``checkpoint``).
+
+    ``device`` overrides the run's. The one way a run is loaded: ``flexmg eval``,
+    leaderboard ``run:`` entries and the benchmarks go through it.
+
+    Raises:
+        RunConfigError: ``config.json`` is missing or is not a training run's.
+        CheckpointError: no checkpoint, an unreadable one, or one that does not fit the
+            run's policy.
+    """
+    from flexmg.agents.config import RunConfig
+    from flexmg.agents.policy import TeamPolicy
+
+    run = Path(run_dir)
+    config = RunConfig.read(run)
+    path = Path(checkpoint) if checkpoint else latest_checkpoint(run / "checkpoints")
+    if path is None:
+        raise CheckpointError(
+            f"no checkpoint in {run / 'checkpoints'}: the run has not saved one yet "
+            "(train it further, or pass a checkpoint file)"
+        )
+    state = load_checkpoint(path)
+    settings = config.policy_config if not device else replace(config.policy_config, device=device)
+    policy = TeamPolicy(list(config.roles), settings)
+    try:
+        policy.load_trainable_state(state["policy"])
+    except (KeyError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint {path} does not fit the run's policy: {exc}") from exc
+    policy.eval()
+    updates = int(state.get("counters", {}).get("updates_done", 0))
+    return RestoredPolicy(policy, config, path, updates)
 
 
 # ----------------------------------------------------------------------------- RNG states

@@ -1,11 +1,14 @@
 """The learner's settings: the run, the team policy, the PPO update, the sampling.
 
-:class:`TrainConfig` (a training run; ``flexmg train``'s "run" flags),
-:class:`PolicyConfig` (the team policy; "model" flags), :class:`PPOConfig`
-(the update; "PPO" flags) and :class:`SamplingConfig` (the sampling
-distribution) declare each field once, with its default, help, checks and
-flag (:mod:`flexmg.settings`): their docstrings, validation,
-``to_dict``/``from_dict`` and the command line all come from there.
+:class:`TrainConfig` (a training run; ``flexmg train``'s "run" flags) holds a
+:class:`PolicyConfig` (the team policy; "model" flags) and a :class:`PPOConfig`
+(the update; "PPO" flags). Each field is declared once, with its default, help,
+checks and flag (:mod:`flexmg.settings`): their docstrings, validation,
+``to_dict``/``from_dict`` and the command line all come from there. A field
+whose default depends on the model or the env (``None``: temperature, tokens
+per action, micro-batch, learning rates) is filled in one place:
+:meth:`PolicyConfig.resolved` / :meth:`PPOConfig.resolved`, from
+:data:`MODEL_DEFAULTS` and the env family's token budget.
 :class:`RunConfig` is a run folder's ``config.json`` read back into these types.
 The module imports no torch, so ``flexmg train --help`` stays fast.
 
@@ -21,34 +24,56 @@ Example:
     Traceback (most recent call last):
     ...
     ValueError: PolicyConfig.temperature must be > 0 (use greedy for argmax); got 0
+    >>> TrainConfig.from_dict({"policy": {"lora_r": 4}}).policy.lora_r
+    4
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from flexmg.models.config import DTYPE_NAMES, SamplingConfig
+from flexmg.models.zoo import model_kind
 from flexmg.settings import Check, Settings, documented, setting
 
+if TYPE_CHECKING:
+    from flexmg.family import Family
+
 __all__ = [
-    "DTYPE_NAMES",
+    "MODEL_DEFAULTS",
     "PPOConfig",
     "PolicyConfig",
     "RATIOS",
     "RunConfig",
     "RunConfigError",
-    "SamplingConfig",
     "TrainConfig",
 ]
 
+MODEL_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    "tiny": {
+        "policy": {"temperature": 1.0, "micro_batch": 0},
+        "ppo": {"lr_actor": 1e-3, "lr_critic": 1e-3},
+    },
+    "llm": {
+        "policy": {"temperature": 0.5, "micro_batch": 8},
+        "ppo": {"lr_actor": 1e-5, "lr_critic": 5e-5},
+    },
+}
+"""The settings whose default depends on the model's kind (``flexmg.models.zoo.model_kind``).
+
+``tiny``: the tiny model on CPU (the main job). ``llm``: starting points for real
+models; sampling is temperature only (no top-k/top-p: docs/marft.md), and
+micro-batches of 8 rows keep an update of 128 episodes x 512 tokens in bounded
+memory (the MARFT reference hyperparameters, lr 1e-6, are for 7B models). The
+tokens per action come from the env family (``flexmg.family``)."""
+
 RATIOS = ("token", "action_mean", "action_sum")
 """The importance ratios of APPO (:attr:`PPOConfig.ratio`)."""
-DTYPE_NAMES = ("bf16", "bfloat16", "float16", "float32", "fp16", "fp32")
-"""Weight dtypes a :class:`PolicyConfig` may name (besides ``"auto"``)."""
 
 
 def _positive(v: Any) -> bool:
@@ -59,35 +84,6 @@ def _at_least(low: int) -> Check:
     return (lambda v: v >= low, f">= {low}")
 
 
-@documented
-@dataclass(frozen=True)
-class SamplingConfig(Settings):
-    """The whole sampling distribution of rollouts (greedy evaluation takes the argmax).
-
-    >>> SamplingConfig().is_temperature_only
-    True
-    """
-
-    temperature: float = setting(
-        1.0, "logits are divided by it", check=(_positive, "> 0 (use greedy for argmax)")
-    )
-    top_k: int = setting(
-        0,
-        "keep the k most likely tokens (0: off, the default)",
-        check=(lambda v: v >= 0, ">= 0 (0 disables it)"),
-    )
-    top_p: float = setting(
-        1.0,
-        "keep the smallest set of tokens with this much probability (1.0: off)",
-        check=(lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
-    )
-
-    @property
-    def is_temperature_only(self) -> bool:
-        """True when no truncation (top-k / top-p) is in effect."""
-        return self.top_k == 0 and self.top_p >= 1.0
-
-
 def _algorithm_names() -> list[str]:
     from flexmg.agents.marft import algorithm_names
 
@@ -96,70 +92,10 @@ def _algorithm_names() -> list[str]:
 
 @documented
 @dataclass
-class TrainConfig(Settings):
-    """A training run's settings (``flexmg train``'s "run" flags set them)."""
-
-    env: str = setting("math-2agent", "env id (default math-2agent)", flag="--env")
-    algo: str = setting(
-        "marft",
-        "learner: marft, ippo or a registered Algorithm (default marft)",
-        flag="--algo",
-        choices=_algorithm_names,
-    )
-    seed: int = setting(
-        0, "run seed: policy init, rollouts, sampling, shuffling (default 0)", flag="--seed"
-    )
-    updates: int = setting(30, "PPO updates (default 30)", flag="--updates", check=_at_least(0))
-    episodes_per_update: int = setting(
-        128,
-        "rollout episodes per update (the vector env's size)",
-        flag="--episodes-per-update",
-        check=_at_least(1),
-    )
-    eval_every: int = setting(
-        10,
-        "held-out eval every N updates (and at 0 and the end)",
-        flag="--eval-every",
-        check=_at_least(1),
-    )
-    eval_episodes: int = setting(
-        400,
-        "episodes per held-out eval (greedy decoding, split eval)",
-        flag="--eval-episodes",
-        check=_at_least(0),
-    )
-    eval_seed: int = setting(0, "seed of the held-out eval episodes (the same set every time)")
-    env_kwargs: dict[str, Any] = setting(
-        factory=dict, help="extra kwargs for flexmg.make, e.g. {'horizon': 2} (--horizon)"
-    )
-    run_dir: str | None = setting(
-        None, "run folder (default runs/<env>-<algo>-<timestamp>)", flag="--run-dir"
-    )
-    checkpoint_every: int = setting(
-        10,
-        "checkpoint every N updates (and at the end)",
-        flag="--checkpoint-every",
-        check=_at_least(1),
-    )
-    keep_checkpoints: int = setting(
-        3, "keep the newest K checkpoints (0 = all)", flag="--keep-checkpoints", check=_at_least(0)
-    )
-    vectorization: str = setting(
-        "sync", "vector env kind", flag="--vectorization", choices=("sync", "async", "ray")
-    )
-    progress: bool = setting(True, "show a progress bar", flag="--no-progress")
-    policy: dict[str, Any] = setting(
-        factory=dict, help="PolicyConfig fields (critic is set by the algorithm)"
-    )
-    ppo: dict[str, Any] = setting(factory=dict, help="PPOConfig fields")
-
-
-@documented
-@dataclass
 class PolicyConfig(Settings):
     """Settings of a ``TeamPolicy`` (defaults: the tiny model on CPU; "model" flags).
 
-    >>> PolicyConfig(lora_r=4).sampling
+    >>> PolicyConfig(lora_r=4).resolved().sampling
     SamplingConfig(temperature=1.0, top_k=0, top_p=1.0)
     """
 
@@ -197,14 +133,18 @@ class PolicyConfig(Settings):
             "None (the family's default) or a non-empty list",
         ),
     )
-    max_new_tokens: int = setting(
-        24, "tokens per action (stop token included)", flag="--max-new-tokens", check=_at_least(1)
+    max_new_tokens: int | None = setting(
+        None,
+        "tokens per action, stop token included (default: the env family's budget for the "
+        "model's kind)",
+        flag="--max-new-tokens",
+        check=(lambda v: v is None or v >= 1, ">= 1 (None: the family's budget)"),
     )
-    temperature: float = setting(
-        1.0,
-        "sampling temperature for rollouts (the learner uses the same)",
+    temperature: float | None = setting(
+        None,
+        "sampling temperature for rollouts, the learner uses the same (default: the model kind's)",
         flag="--temperature",
-        check=(_positive, "> 0 (use greedy for argmax)"),
+        check=(lambda v: v is None or v > 0, "> 0 (use greedy for argmax)"),
     )
     top_k: int = setting(
         0,
@@ -228,25 +168,29 @@ class PolicyConfig(Settings):
         "sum", "an action's log-prob is the sum or the mean of its tokens'", choices=("sum", "mean")
     )
     critic_hidden: tuple[int, ...] = setting((1024, 512), "hidden widths of the value-head MLP")
-    micro_batch: int = setting(
-        0,
-        "rows per forward pass (gradient accumulation; 0: all); results equal the unbatched "
-        "computation",
+    micro_batch: int | None = setting(
+        None,
+        "rows per forward pass (gradient accumulation; 0: all; default: the model kind's); "
+        "results equal the unbatched computation",
         flag="--micro-batch",
-        check=(lambda v: v >= 0, ">= 0 (0: the whole batch)"),
+        check=(lambda v: v is None or v >= 0, ">= 0 (0: the whole batch)"),
     )
     device: str = setting("auto", "auto (default), cpu, cuda, cuda:1, ...", flag="--device")
     dtype: str = setting(
         "auto",
-        "auto (bf16 on a CUDA device that has it, else fp32) or a dtype name (--bf16)",
-        choices=("auto", *DTYPE_NAMES),
+        "auto (bf16 on a CUDA device that has it, else fp32) or a dtype name",
+        flag="--dtype",
+        shortcuts={"--bf16": "bfloat16"},
+        choices=("auto", *sorted(DTYPE_NAMES)),
     )
     gradient_checkpointing: bool = setting(
         False,
         "save activation memory (recompute the base's activations in the backward pass)",
         flag="--gradient-checkpointing",
     )
-    seed: int = setting(0, "seed of the adapters' and value heads' initialization")
+    seed: int | None = setting(
+        None, "seed of the adapters' and value heads' initialization (default: the run's, or 0)"
+    )
     prompt_style: str = setting(
         "auto",
         "auto, compact (tiny model), chat or plain",
@@ -261,8 +205,46 @@ class PolicyConfig(Settings):
 
     @property
     def sampling(self) -> SamplingConfig:
-        """The rollout sampling distribution (also the learner's)."""
+        """The rollout sampling distribution (also the learner's); needs a resolved temperature."""
+        if self.temperature is None:
+            raise ValueError(
+                "PolicyConfig.temperature is None (the model kind's default): resolve the "
+                "config first (PolicyConfig.resolved())"
+            )
         return SamplingConfig(self.temperature, self.top_k, self.top_p)
+
+    def resolved(
+        self, family: Family | None = None, roles: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> PolicyConfig:  # fmt: skip
+        """These settings with every ``None`` filled: the one place their defaults live.
+
+        ``temperature`` and ``micro_batch`` come from the model's kind
+        (:data:`MODEL_DEFAULTS`), ``max_new_tokens`` from the env family's token budget
+        for that kind (:meth:`flexmg.family.Family.token_budget`, of ``roles``; no
+        family: the kind's default budget), ``seed`` from ``seed`` (else 0).
+
+        >>> p = PolicyConfig().resolved()
+        >>> p.temperature, p.max_new_tokens, p.micro_batch, p.seed
+        (1.0, 24, 0, 0)
+        >>> PolicyConfig(model="Qwen/Qwen2.5-0.5B").resolved().max_new_tokens
+        512
+        """
+        from flexmg.family import token_budget
+
+        kind = model_kind(self.model)
+        usual = MODEL_DEFAULTS[kind]["policy"]
+        return replace(
+            self,
+            temperature=usual["temperature"] if self.temperature is None else self.temperature,
+            micro_batch=usual["micro_batch"] if self.micro_batch is None else self.micro_batch,
+            max_new_tokens=(
+                token_budget(family, kind, roles)
+                if self.max_new_tokens is None
+                else self.max_new_tokens
+            ),
+            seed=(seed if seed is not None else 0) if self.seed is None else self.seed,
+        )
 
 
 @documented
@@ -313,9 +295,17 @@ class PPOConfig(Settings):
         flag="--agent-interval",
         check=_at_least(0),
     )
-    lr_actor: float = setting(1e-3, "adapter learning rate", flag="--lr", check=(_positive, "> 0"))
-    lr_critic: float = setting(
-        1e-3, "value-head learning rate", flag="--critic-lr", check=(_positive, "> 0")
+    lr_actor: float | None = setting(
+        None,
+        "adapter learning rate (default: the model kind's)",
+        flag="--lr",
+        check=(lambda v: v is None or v > 0, "> 0"),
+    )
+    lr_critic: float | None = setting(
+        None,
+        "value-head learning rate (default: the model kind's)",
+        flag="--critic-lr",
+        check=(lambda v: v is None or v > 0, "> 0"),
     )
     kl_coef: float = setting(0.0, "KL penalty to the base model (0: off)", flag="--kl-coef")
     lr_schedule: str = setting(
@@ -332,6 +322,97 @@ class PPOConfig(Settings):
         "recompute old log-probs and values in a second pass instead of taking the "
         "rollout's (for batches from elsewhere)",
     )
+
+    def resolved(self, kind: str) -> PPOConfig:
+        """These settings with the learning rates of the model ``kind`` where they are None.
+
+        >>> PPOConfig().resolved("llm").lr_actor, PPOConfig(lr_actor=0.1).resolved("tiny").lr_actor
+        (1e-05, 0.1)
+        """
+        usual = MODEL_DEFAULTS[kind]["ppo"]
+        return replace(
+            self,
+            lr_actor=usual["lr_actor"] if self.lr_actor is None else self.lr_actor,
+            lr_critic=usual["lr_critic"] if self.lr_critic is None else self.lr_critic,
+        )
+
+
+@documented
+@dataclass
+class TrainConfig(Settings):
+    """A training run's settings (``flexmg train``'s "run" flags set them)."""
+
+    env: str = setting("math-2agent", "env id (default math-2agent)", flag="--env")
+    algo: str = setting(
+        "marft",
+        "learner: marft, ippo or a registered Algorithm (default marft)",
+        flag="--algo",
+        choices=_algorithm_names,
+    )
+    seed: int = setting(
+        0, "run seed: policy init, rollouts, sampling, shuffling (default 0)", flag="--seed"
+    )
+    updates: int = setting(30, "PPO updates (default 30)", flag="--updates", check=_at_least(0))
+    episodes_per_update: int = setting(
+        128,
+        "rollout episodes per update (the vector env's size)",
+        flag="--episodes-per-update",
+        check=_at_least(1),
+    )
+    eval_every: int = setting(
+        10,
+        "held-out eval every N updates (and at 0 and the end)",
+        flag="--eval-every",
+        check=_at_least(1),
+    )
+    eval_episodes: int = setting(
+        400,
+        "episodes per held-out eval (greedy decoding, split eval)",
+        flag="--eval-episodes",
+        check=_at_least(0),
+    )
+    eval_seed: int = setting(0, "seed of the held-out eval episodes (the same set every time)")
+    env_kwargs: dict[str, Any] = setting(
+        factory=dict,
+        help="extra kwargs for flexmg.make, e.g. horizon=2 (--horizon N is short for it)",
+        flag="--kw",
+    )
+    run_dir: str | None = setting(
+        None, "run folder (default runs/<env>-<algo>-<timestamp>)", flag="--run-dir"
+    )
+    checkpoint_every: int = setting(
+        10,
+        "checkpoint every N updates (and at the end)",
+        flag="--checkpoint-every",
+        check=_at_least(1),
+    )
+    keep_checkpoints: int = setting(
+        3, "keep the newest K checkpoints (0 = all)", flag="--keep-checkpoints", check=_at_least(0)
+    )
+    vectorization: str = setting(
+        "sync", "vector env kind", flag="--vectorization", choices=("sync", "async", "ray")
+    )
+    progress: bool = setting(True, "show a progress bar", flag="--no-progress")
+    policy: PolicyConfig = setting(
+        factory=PolicyConfig,
+        help="the team policy (its critic is set by the algorithm)",
+        group="model",
+    )
+    ppo: PPOConfig = setting(factory=PPOConfig, help="the PPO update", group="PPO")
+
+    def resolved(
+        self, roles: Sequence[str], critic: str
+    ) -> tuple[PolicyConfig, PPOConfig]:  # fmt: skip
+        """The complete policy and PPO settings of this run (``None`` fields filled).
+
+        From the model's kind and the env family's token budget
+        (:meth:`PolicyConfig.resolved`); the policy's seed defaults to the run's, and
+        its critic is the algorithm's.
+        """
+        from flexmg.family import family_of
+
+        policy = self.policy.resolved(family_of(self.env), roles, seed=self.seed)
+        return replace(policy, critic=critic), self.ppo.resolved(model_kind(self.policy.model))
 
 
 # ----------------------------------------------------------------------------- config.json

@@ -191,9 +191,9 @@ def assign_advantages(
             else:
                 tvals = [list(s.old_token_values) or [s.old_value] for s in steps]
                 tadv, tret = token_gae_chain(rewards, tvals, gamma, lam, token_gamma, token_lam)
-                for s, a, r in zip(steps, tadv, tret, strict=True):
-                    s.token_advantages, s.token_returns = a, r
-                    s.advantage, s.ret = a[0], r[0]
+                for s, ta, tr in zip(steps, tadv, tret, strict=True):
+                    s.token_advantages, s.token_returns = ta, tr
+                    s.advantage, s.ret = ta[0], tr[0]
         if any(c != 1 for c in seen):
             raise ValueError(
                 f"episode {e}: credit assignment must put every turn in exactly one chain, "

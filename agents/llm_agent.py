@@ -1,7 +1,9 @@
-""":class:`LLMAgent`, an agent backed by a transformers causal LM.
+""":class:`LLMAgent`: a team policy (or a model by name) as an actor.
 
-The prompt formats it uses live in :mod:`flexmg.agents.prompts` (re-exported
-here for existing imports); the class docstring has a runnable example.
+It groups each batch of observations by role and generates each group with
+that role's parameters (``policy.act(role, observations, greedy)``); the class
+docstring has a runnable example. Evaluations, leaderboards and ``flexmg eval``
+play a policy through it.
 """
 
 from __future__ import annotations
@@ -9,45 +11,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from flexmg.agents.prompts import (
-    CUT_MARKER,
-    PROMPT_STYLES,
-    _field,
-    chat_messages,
-    compact_prompt,
-    fit_observation,
-    plain_prompt,
-    render_prompt,
-    resolve_prompt_style,
-)
+from flexmg.models.prompts import _field
 
 if TYPE_CHECKING:  # pragma: no cover
     from flexmg.agents.policy import TeamPolicy
 
-__all__ = [
-    "CUT_MARKER",
-    "PROMPT_STYLES",
-    "LLMAgent",
-    "chat_messages",
-    "compact_prompt",
-    "fit_observation",
-    "plain_prompt",
-    "render_prompt",
-    "resolve_prompt_style",
-]
+__all__ = ["LLMAgent"]
 
 
 class LLMAgent:
     """An agent (``act(observations) -> list[str]``) backed by a causal LM.
 
-    Wraps either a :class:`~flexmg.agents.policy.TeamPolicy` (observations are
-    grouped by their ``role`` and each group is generated with that role's
-    adapter) or a Hugging Face model name/path, loaded into a one-role
-    ``TeamPolicy`` whose adapter starts as the identity (LoRA B = 0), so its
-    outputs are the base model's.
+    Wraps either a team policy (a :class:`~flexmg.agents.policy.TeamPolicy`, or
+    anything with ``act(role, observations, greedy)``: observations are grouped by
+    their ``role`` and each group is generated with that role's parameters) or a
+    model by name, loaded into a one-role ``TeamPolicy`` whose adapter starts as
+    the identity (LoRA B = 0), so its outputs are the base model's.
 
     Args:
-        model: a ``TeamPolicy``, or ``"tiny"`` / a HF model name or local path.
+        model: a team policy, or ``"tiny"`` / a zoo name / a HF model name or local path.
         role: the role to use when an observation carries none (and the role of
             the policy built from a model name).
         greedy: greedy decoding instead of sampling.
@@ -70,7 +52,7 @@ class LLMAgent:
     ) -> None:
         from flexmg.agents.policy import PolicyConfig, TeamPolicy
 
-        if isinstance(model, TeamPolicy):
+        if not isinstance(model, str) and callable(getattr(model, "act", None)):
             if policy_kwargs:
                 raise TypeError(
                     "policy_kwargs only apply when LLMAgent builds the policy from a model "
@@ -81,19 +63,25 @@ class LLMAgent:
             self.policy = TeamPolicy([role], PolicyConfig(model=model, **policy_kwargs))
         else:
             raise TypeError(
-                "LLMAgent(model=...) expects a TeamPolicy or a model name/path str, "
-                f"got {type(model).__name__}"
+                "LLMAgent(model=...) expects a team policy (act(role, observations, greedy)) "
+                f"or a model name/path str, got {type(model).__name__}"
             )
         self.role = role
         self.greedy = greedy
 
+    @property
+    def deterministic(self) -> bool:
+        """True when it acts the same on the same observation (greedy decoding)."""
+        return self.greedy
+
     def _role_of(self, obs: Mapping[str, Any]) -> str:
         role = _field(obs, "role") or self.role
-        if role in self.policy.roles:
+        roles = getattr(self.policy, "roles", None)
+        if roles is None or role in roles:
             return role
-        if self.role in self.policy.roles:
+        if self.role in roles:
             return self.role
-        return self.policy.roles[0]
+        return str(roles[0])
 
     def act(self, observations: Sequence[Mapping[str, Any]]) -> list[str]:
         """One action (a whole message) per observation, in order."""

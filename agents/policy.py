@@ -7,9 +7,9 @@
   with adapters disabled (``model.disable_adapter()``): centralized (one head
   ``"team"``, MARFT) or one head per role (IPPO). The KL reference model is the
   same base with adapters disabled. No second copy of the base exists.
-* ``act`` samples a batch with flexmg's own KV-cached loop
-  (:mod:`flexmg.agents.sampling`: nothing inherited from the model's
-  generation config), then scores it once: the learner's log-probs (PPO's old
+* ``act`` samples a batch with flexmg's one decoder
+  (:class:`flexmg.models.sampling.Decoder`: its own KV-cached loop, nothing
+  inherited from the model's generation config), then scores it once: the learner's log-probs (PPO's old
   log-probs), the critic's values, and the sampler's own log-probs to check
   that both agree. ``evaluate`` recomputes log-probs, entropies and values of
   stored actions with gradients for the update.
@@ -48,22 +48,13 @@ from torch import nn
 
 from flexmg.agents.config import PolicyConfig
 from flexmg.agents.critic import build_value_heads
-from flexmg.agents.prompts import fit_observation, render_prompt, resolve_prompt_style
-from flexmg.agents.sampling import (
-    sample_actions,
-    stop_token_ids,
-    token_logprobs,
-)
+from flexmg.agents.policy_state import STATE_FORMAT, load_state, trainable_state
+from flexmg.models.loading import load_model, resolve_device, resolve_dtype
+from flexmg.models.prompts import PromptEncoder, resolve_prompt_style
+from flexmg.models.sampling import Decoder, token_logprobs
+from flexmg.models.zoo import model_kind
 
-STATE_FORMAT = "flexmg.team_policy.v1"
-_DTYPES = {
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-}
+__all__ = ["STATE_FORMAT", "ActionBatch", "Evaluation", "TeamPolicy", "lora_targets"]
 
 
 @dataclass
@@ -111,36 +102,6 @@ class Evaluation:
     ref_token_logprobs: torch.Tensor | None = None
 
 
-def resolve_device(name: str) -> torch.device:
-    """``"auto"`` -> cuda when available, else cpu; anything else as given.
-
-    >>> resolve_device("cpu").type
-    'cpu'
-    """
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(
-            f"device {name!r} was asked for, but torch {torch.__version__} sees no CUDA device "
-            f"(built with CUDA {torch.version.cuda}); use device='auto' or 'cpu'"
-        )
-    return device
-
-
-def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
-    """``"auto"`` -> bf16 on a CUDA device that supports it, else fp32.
-
-    >>> resolve_dtype("auto", torch.device("cpu"))
-    torch.float32
-    """
-    if name != "auto":
-        return _DTYPES[name]
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
-        return torch.bfloat16
-    return torch.float32
-
-
 _FAMILY_TARGETS = {
     "qwen2": ["q_proj", "v_proj"], "llama": ["q_proj", "v_proj"], "mistral": ["q_proj", "v_proj"],
     "gpt2": ["c_attn"], "gpt_neox": ["query_key_value"],
@@ -171,54 +132,47 @@ def _safe_name(role: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", role)
 
 
-def _load_tokenizer(name: str) -> Any:
-    """AutoTokenizer, except for folders that declare the generic tokenizers backend.
-
-    transformers 5 maps such folders to the model type's tokenizer class (e.g.
-    ``Qwen2Tokenizer``), which replaces the saved pre-tokenizer; a folder saved
-    from :func:`~flexmg.agents.tokenizer.build_char_tokenizer` would lose its spaces.
-    """
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
-
-    try:
-        from transformers.models.auto.tokenization_auto import get_tokenizer_config
-
-        declared = get_tokenizer_config(name).get("tokenizer_class")
-    except Exception:  # noqa: BLE001 - any failure: let AutoTokenizer decide and report
-        declared = None
-    if declared in ("TokenizersBackend", "PreTrainedTokenizerFast"):
-        return PreTrainedTokenizerFast.from_pretrained(name)
-    return AutoTokenizer.from_pretrained(name)
+def _checked_roles(roles: Sequence[str]) -> list[str]:
+    """``roles`` as a list of distinct non-empty names (a clear error otherwise)."""
+    if isinstance(roles, str) or not roles:
+        raise ValueError(f"roles must be a non-empty list of role names, got {roles!r}")
+    out = list(roles)
+    if any(not isinstance(r, str) or not r for r in out) or len(set(out)) != len(out):
+        raise ValueError(f"roles must be distinct non-empty strings, got {out!r}")
+    return out
 
 
-def _load_base(config: PolicyConfig, device: torch.device, dtype: torch.dtype) -> tuple[Any, Any]:
-    """Load (model, tokenizer): the shipped tiny model or any HF causal LM by name/path."""
-    if config.model == "tiny":
-        from flexmg.agents.tiny_model import load_tiny
+def _adapter_names(roles: Sequence[str], shared: bool) -> dict[str, str]:
+    """Role -> its adapter's name (``"shared"`` for all with parameter sharing)."""
+    names = {r: ("shared" if shared else _safe_name(r)) for r in roles}
+    if not shared and len(set(names.values())) != len(roles):
+        raise ValueError(f"roles {list(roles)!r} collide after sanitising to adapter names")
+    return names
 
-        model, tokenizer = load_tiny()
-        model = model.to(dtype=dtype)
-    else:
-        from transformers import AutoModelForCausalLM
 
-        try:
-            tokenizer = _load_tokenizer(config.model)
-            model = AutoModelForCausalLM.from_pretrained(config.model, dtype=dtype)
-        except OSError as exc:
-            raise OSError(
-                f"could not load model {config.model!r}: pass 'tiny', a local folder with "
-                "config.json + weights + tokenizer, or a Hugging Face model id that is in the "
-                f"local cache (no downloads happen at run time). Cause: {exc}"
-            ) from exc
-    if tokenizer.pad_token_id is None:
-        if tokenizer.eos_token_id is None:
-            raise ValueError(
-                f"the tokenizer of {config.model!r} has neither a pad nor an eos token; "
-                "set tokenizer.pad_token before using it"
-            )
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "left"
-    return model.to(device), tokenizer
+def _freeze(base: Any, gradient_checkpointing: bool) -> None:
+    """Freeze the base model (only adapters and value heads learn)."""
+    for p in base.parameters():
+        p.requires_grad_(False)
+    if gradient_checkpointing:  # renamed in transformers 5.2x; same function
+        if hasattr(base, "activation_checkpointing_enable"):
+            base.activation_checkpointing_enable({"use_reentrant": False})
+        else:
+            base.gradient_checkpointing_enable({"use_reentrant": False})
+
+
+def _lora_parameters(model: Any, adapters: Sequence[str]) -> dict[str, list[tuple[str, Any]]]:
+    """Adapter name -> its LoRA parameters (name, parameter), in the model's order."""
+    params: dict[str, list[tuple[str, Any]]] = {a: [] for a in adapters}
+    for pname, p in model.named_parameters():
+        if "lora_" not in pname:
+            continue
+        found = re.search(r"lora_[A-Za-z_]+\.([^.]+)(?:\.|$)", pname)
+        owner = found.group(1) if found else None
+        if owner not in params:
+            raise RuntimeError(f"LoRA parameter {pname!r} belongs to no known adapter")
+        params[owner].append((pname, p))
+    return params
 
 
 class TeamPolicy(nn.Module):
@@ -234,41 +188,37 @@ class TeamPolicy(nn.Module):
 
     def __init__(self, roles: Sequence[str], config: PolicyConfig | None = None) -> None:
         super().__init__()
-        from peft import LoraConfig, get_peft_model
-
         config = config if config is not None else PolicyConfig()
         if not isinstance(config, PolicyConfig):
             raise TypeError(f"config must be a PolicyConfig, got {type(config).__name__}")
-        if isinstance(roles, str) or not roles:
-            raise ValueError(f"roles must be a non-empty list of role names, got {roles!r}")
-        roles = list(roles)
-        if any(not isinstance(r, str) or not r for r in roles) or len(set(roles)) != len(roles):
-            raise ValueError(f"roles must be distinct non-empty strings, got {roles!r}")
-        self.roles: list[str] = roles
+        config = config.resolved(roles=roles)  # the model kind's defaults where they are None
+        self.roles: list[str] = _checked_roles(roles)
         self.config = config
         self.device = resolve_device(config.device)
         self.dtype = resolve_dtype(config.dtype, self.device)
-
-        base, self.tokenizer = _load_base(config, self.device, self.dtype)
-        for p in base.parameters():
-            p.requires_grad_(False)
-        if config.gradient_checkpointing:  # renamed in transformers 5.2x; same function
-            if hasattr(base, "activation_checkpointing_enable"):
-                base.activation_checkpointing_enable({"use_reentrant": False})
-            else:
-                base.gradient_checkpointing_enable({"use_reentrant": False})
-        self.prompt_style = resolve_prompt_style(
-            config.prompt_style, self.tokenizer, is_tiny=config.model == "tiny"
-        )
-
-        self._adapter_of = {
-            r: ("shared" if config.share_parameters else _safe_name(r)) for r in roles
-        }
+        base, self.tokenizer = load_model(config.model, config.device, config.dtype)
+        _freeze(base, config.gradient_checkpointing)
+        self._adapter_of = _adapter_names(self.roles, config.share_parameters)
         adapters = list(dict.fromkeys(self._adapter_of.values()))
-        if len(adapters) != len(set(self._adapter_of.values())) or (
-            not config.share_parameters and len(adapters) != len(roles)
-        ):
-            raise ValueError(f"roles {roles!r} collide after sanitising to adapter names")
+        self.model = self._add_adapters_and_critic(base, adapters)
+        self._lora_params = _lora_parameters(self.model, adapters)
+        self._active: str | None = None
+        self._activate_adapter(adapters[0])
+        style = resolve_prompt_style(
+            config.prompt_style, self.tokenizer, is_tiny=model_kind(config.model) == "tiny"
+        )
+        prompts = PromptEncoder(self.tokenizer, style, config.max_prompt_tokens)
+        self.decoder = Decoder(self.model, self.tokenizer, prompts, stop_source=base,
+                               name=config.model)  # fmt: skip
+        self.score_reference = False  # act() also scores the base (a KL penalty's learner sets it)
+        self.eval()
+        self._check_output_head()
+
+    def _add_adapters_and_critic(self, base: Any, adapters: list[str]) -> Any:
+        """The peft model with one LoRA adapter per name, and the value heads (seeded)."""
+        from peft import LoraConfig, get_peft_model
+
+        config = self.config
         lora = LoraConfig(
             r=config.lora_r,
             lora_alpha=config.lora_alpha,
@@ -289,33 +239,22 @@ class TeamPolicy(nn.Module):
                 ) from exc
             for name in adapters[1:]:
                 model.add_adapter(name, lora)
-            critic_names = ["team"] if config.critic == "centralized" else roles
+            critic_names = ["team"] if config.critic == "centralized" else self.roles
             hidden = int(base.config.hidden_size)
             self.value_heads = build_value_heads(
                 [self._head_key(n) for n in critic_names], hidden, config.critic_hidden
             ).to(self.device)
-        self.model = model
-        self._lora_params: dict[str, list[tuple[str, nn.Parameter]]] = {a: [] for a in adapters}
-        for pname, p in model.named_parameters():
-            if "lora_" not in pname:
-                continue
-            found = re.search(r"lora_[A-Za-z_]+\.([^.]+)(?:\.|$)", pname)
-            owner = found.group(1) if found else None
-            if owner not in self._lora_params:
-                raise RuntimeError(f"LoRA parameter {pname!r} belongs to no known adapter")
-            self._lora_params[owner].append((pname, p))
-        self._active: str | None = None
-        self._activate_adapter(adapters[0])
-        self._vocab = int(model.get_input_embeddings().num_embeddings)
-        self.stop_ids = [i for i in stop_token_ids(base, self.tokenizer) if i < self._vocab]
-        if not self.stop_ids:
-            raise ValueError(f"{config.model!r}: neither the model nor the tokenizer has an EOS id")
-        self._stop_set = set(self.stop_ids)
-        self.score_reference = (
-            False  # act() also scores the base model (a KL penalty's learner sets it)
-        )
-        self.eval()
-        self._check_output_head()
+        return model
+
+    @property
+    def prompt_style(self) -> str:
+        """The resolved prompt style (``compact``, ``chat`` or ``plain``)."""
+        return self.decoder.prompts.style
+
+    @property
+    def stop_ids(self) -> list[int]:
+        """Every token id that ends an action."""
+        return self.decoder.stop_ids
 
     @property
     def _head(self) -> nn.Module:
@@ -376,58 +315,18 @@ class TeamPolicy(nn.Module):
 
     # ---------------------------------------------------------------- prompts
     def build_prompt(self, obs: Mapping[str, Any]) -> str:
-        """Predecessor-conditioned prompt text for one observation (see ``llm_agent``)."""
-        if not isinstance(obs, Mapping):
-            raise TypeError(f"an observation must be a dict, got {type(obs).__name__}")
-        return render_prompt(obs, self.prompt_style, self.tokenizer)
-
-    def encode_prompt(self, prompt: str) -> list[int]:
-        """Token ids of a rendered prompt (BOS first for the tiny model), not cut."""
-        tok = self.tokenizer
-        # Lone surrogates (hostile text) would crash the Rust tokenizer: replace them.
-        prompt = prompt.encode("utf-8", "replace").decode("utf-8")
-        if self.prompt_style == "compact":
-            ids = [tok.bos_token_id, *tok(prompt, add_special_tokens=False)["input_ids"]]
-        else:
-            ids = tok(prompt, add_special_tokens=self.prompt_style == "plain")["input_ids"]
-        if not ids:
-            ids = [tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id]
-        return list(ids)
+        """Predecessor-conditioned prompt text for one observation (the decoder's prompts)."""
+        return self.decoder.prompts.render(obs)
 
     def prompt_ids(self, obs: Mapping[str, Any]) -> list[int]:
         """Token ids of ``obs``'s prompt, at most ``max_prompt_tokens`` of them.
 
-        An over-long prompt keeps its system prompt, role instructions and task:
-        the oldest context is cut, with a visible marker, in the middle of the
-        prompt (:func:`~flexmg.agents.llm_agent.fit_observation`). Should even
-        that not fit, the ids keep their head and their end.
+        See :meth:`flexmg.models.prompts.PromptEncoder.prompt_ids`: an over-long
+        prompt loses its oldest context first.
         """
-        limit = self.config.max_prompt_tokens
-        cache: dict[str, list[int]] = {}
-
-        def ids_of(o: Mapping[str, Any]) -> list[int]:
-            text = self.build_prompt(o)
-            if text not in cache:
-                cache[text] = self.encode_prompt(text)
-            return cache[text]
-
-        ids = ids_of(fit_observation(obs, lambda o: len(ids_of(o)) <= limit))
-        if len(ids) > limit:
-            tail = min(64, limit // 4)
-            ids = ids[: limit - tail] + ids[len(ids) - tail :]
-        return ids
+        return self.decoder.prompts.prompt_ids(obs)
 
     # ------------------------------------------------------------------- act
-    def _pad_left(self, seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)
-        for i, s in enumerate(seqs):
-            if s:
-                ids[i, width - len(s) :] = torch.as_tensor(s, dtype=torch.long)
-                mask[i, width - len(s) :] = 1
-        return ids.to(self.device), mask.to(self.device)
-
     @torch.no_grad()
     def act(
         self, role: str, observations: Sequence[Mapping[str, Any]], greedy: bool = False
@@ -445,20 +344,12 @@ class TeamPolicy(nn.Module):
         prompt_ids = [self.prompt_ids(o) for o in observations]
         if not prompt_ids:
             return ActionBatch([], [], [], [], [], [], [], [], None)
-        input_ids, attention_mask = self._pad_left(prompt_ids)
         self._activate_adapter(self.adapter_name(role))
         with self._scoring_mode():
-            sampled = sample_actions(
-                self.model, input_ids, attention_mask, self.config.sampling,
-                self.config.max_new_tokens, self.stop_ids, self.tokenizer.pad_token_id,
-                greedy=greedy,
-            )  # fmt: skip
+            sampled, texts = self.decoder.generate(
+                prompt_ids, self.config.sampling, self.config.max_new_tokens, greedy=greedy
+            )
         actions = sampled.action_ids
-        texts = [
-            self.tokenizer.decode(a[:-1] if a and a[-1] in self._stop_set else a,
-                                  skip_special_tokens=True)
-            for a in actions
-        ]  # fmt: skip
         if greedy:
             n = len(actions)
             return ActionBatch(texts, prompt_ids, actions, sampled.truncated,
@@ -567,7 +458,7 @@ class TeamPolicy(nn.Module):
         with self._scoring_mode():
             hidden = self._final_hidden(ids, attn, positions)[:, p_len - 1 : p_len - 1 + t_len]
             token_lp, entropy = token_logprobs(
-                hidden, self._head, targets, mask, cfg, with_entropy, vocab_size=self._vocab
+                hidden, self._head, targets, mask, cfg, with_entropy, vocab_size=self.decoder.vocab
             )
         action_logprob = token_lp.sum(-1)
         if self.config.logprob_reduction == "mean":
@@ -580,7 +471,7 @@ class TeamPolicy(nn.Module):
             if with_ref:
                 ref, _ = token_logprobs(
                     base_hidden[:, p_len - 1 : p_len - 1 + t_len], self._head, targets, mask,
-                    cfg, vocab_size=self._vocab,
+                    cfg, vocab_size=self.decoder.vocab,
                 )  # fmt: skip
             width = max(t_len, 1) if token_values else 1
             feats = base_hidden[:, p_len - 1 : p_len - 1 + width].float()
@@ -604,8 +495,10 @@ class TeamPolicy(nn.Module):
             if len(a):
                 ids[i, p_len : p_len + len(a)] = torch.as_tensor(list(a), dtype=torch.long)
                 attn[i, p_len : p_len + len(a)] = 1
-        if bool(((ids < 0) | (ids >= self._vocab)).any()):
-            raise ValueError(f"token ids must be in [0, {self._vocab}) for {self.config.model!r}")
+        if bool(((ids < 0) | (ids >= self.decoder.vocab)).any()):
+            raise ValueError(
+                f"token ids must be in [0, {self.decoder.vocab}) for {self.config.model!r}"
+            )
         return ids.to(self.device), attn.to(self.device), p_len
 
     def _final_hidden(
@@ -625,7 +518,7 @@ class TeamPolicy(nn.Module):
         family that rescales or soft-caps logits after it would be trained on
         another distribution than it samples from.
         """
-        probe = torch.arange(min(4, self._vocab), device=self.device).unsqueeze(0)
+        probe = torch.arange(min(4, self.decoder.vocab), device=self.device).unsqueeze(0)
         with self._base_only():
             out = self.model(input_ids=probe, output_hidden_states=True, use_cache=False)
             direct = self._head(out.hidden_states[-1]).float()
@@ -639,19 +532,7 @@ class TeamPolicy(nn.Module):
     # ------------------------------------------------------------ state I/O
     def trainable_state(self) -> dict[str, Any]:
         """Adapters + value heads as CPU tensors, with the config they belong to."""
-        return {
-            "format": STATE_FORMAT,
-            "roles": list(self.roles),
-            "config": self.config.to_dict(),
-            "adapters": {
-                a: {n: p.detach().cpu().clone() for n, p in params}
-                for a, params in self._lora_params.items()
-            },
-            "value_heads": {
-                k: {n: t.detach().cpu().clone() for n, t in head.state_dict().items()}
-                for k, head in self.value_heads.items()
-            },
-        }
+        return trainable_state(self)
 
     def load_trainable_state(self, state: Mapping[str, Any]) -> None:
         """Restore adapters and value heads saved by :meth:`trainable_state` (exactly).
@@ -660,45 +541,7 @@ class TeamPolicy(nn.Module):
             ValueError: the state does not match this policy (format, roles,
                 adapters, parameter names or shapes), with what differs.
         """
-        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
-            got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
-            raise ValueError(
-                f"not a TeamPolicy trainable state (format {got!r}, expected {STATE_FORMAT!r})"
-            )
-        adapters, heads = state.get("adapters"), state.get("value_heads")
-        if not isinstance(adapters, Mapping) or set(adapters) != set(self._lora_params):
-            raise ValueError(
-                f"adapters in the state {sorted(adapters or {})} do not match this policy's "
-                f"{sorted(self._lora_params)} (roles {self.roles}, share_parameters="
-                f"{self.config.share_parameters})"
-            )
-        if not isinstance(heads, Mapping) or set(heads) != set(self.value_heads.keys()):
-            raise ValueError(
-                f"value heads in the state {sorted(heads or {})} do not match this policy's "
-                f"{sorted(self.value_heads.keys())} (critic={self.config.critic!r})"
-            )
-        copies: list[tuple[torch.Tensor, torch.Tensor]] = []
-        for a, params in self._lora_params.items():
-            saved = adapters[a]
-            names = {n for n, _ in params}
-            if set(saved) != names:
-                diff = sorted(set(saved) ^ names)[:5]
-                raise ValueError(f"adapter {a!r}: parameter names differ, e.g. {diff}")
-            copies += [(p, saved[n]) for n, p in params]
-        for k, head in self.value_heads.items():
-            own = head.state_dict()
-            if set(heads[k]) != set(own):
-                raise ValueError(
-                    f"value head {k!r}: keys differ: {sorted(set(heads[k]) ^ set(own))}"
-                )
-            copies += [(own[n], heads[k][n]) for n in own]
-        for dst, src in copies:
-            if not isinstance(src, torch.Tensor) or tuple(src.shape) != tuple(dst.shape):
-                shape = tuple(src.shape) if isinstance(src, torch.Tensor) else type(src).__name__
-                raise ValueError(f"shape mismatch: saved {shape}, expected {tuple(dst.shape)}")
-        with torch.no_grad():
-            for dst, src in copies:
-                dst.copy_(src.to(device=dst.device, dtype=dst.dtype))
+        load_state(self, state)
 
     def save_pretrained_adapters(self, folder: str | Path) -> None:
         """Write each adapter in peft's format (``folder/<adapter>/``) for use outside flexmg."""

@@ -167,13 +167,19 @@ class PPOLearner:
 
     Args:
         policy: the team policy (:class:`flexmg.protocols.Policy`).
-        config: the PPO hyperparameters.
+        config: the PPO hyperparameters (learning rates left None: the policy's model
+            kind's, :meth:`PPOConfig.resolved`).
         credit: the algorithm's credit function (episode samples -> chains).
     """
 
     def __init__(self, policy: Policy, config: PPOConfig, credit: CreditFn) -> None:
+        from flexmg.models.zoo import model_kind
+
         self.policy = policy
-        self.config = config
+        self.config = config.resolved(model_kind(str(getattr(policy.config, "model", "tiny"))))
+        config = self.config
+        assert config.lr_actor is not None and config.lr_critic is not None  # resolved
+        self._lr_actor, self._lr_critic = float(config.lr_actor), float(config.lr_critic)
         self.credit = credit
         self.roles: list[str] = list(policy.roles)
         policy.score_reference = config.kl_coef > 0  # the rollout then scores the base too
@@ -203,8 +209,8 @@ class PPOLearner:
         frac = 1.0
         if self.config.lr_schedule == "linear" and total > 0:
             frac = max(0.0, 1.0 - update / total)
-        for opts, lr in ((self.actor_opts, self.config.lr_actor),
-                         (self.critic_opts, self.config.lr_critic)):  # fmt: skip
+        for opts, lr in ((self.actor_opts, self._lr_actor),
+                         (self.critic_opts, self._lr_critic)):  # fmt: skip
             for opt in opts.values():
                 for group in opt.param_groups:
                     group["lr"] = lr * frac

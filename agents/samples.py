@@ -1,10 +1,12 @@
 """A team policy's rollout on a vector env, turned into PPO training samples.
 
 :func:`collect_rollout` plays one batch of episodes with the episode driver
-(:func:`flexmg.agents.episodes.play_batch`) and a policy that has
-``act(role, observations, greedy) -> ActionBatch`` (see ``agents/policy.py``),
-remembers what was generated for every turn, and pairs it with the env's
-transcript once all episodes end (:func:`build_batch`). Each turn becomes one
+(:func:`flexmg.episodes.play_batch`) and a policy that has
+``act(role, observations, greedy) -> ActionBatch`` (see ``agents/policy.py``):
+each role's actor is the policy acting with that role's parameters, and it
+remembers what it generated, which the driver's ``on_step`` pairs with the envs
+acted in; once all episodes end each turn is matched to the env's transcript
+(:func:`build_batch`). Each turn becomes one
 :class:`Sample`; a :class:`RolloutBatch` holds them with the episodes' metrics.
 
 Example (with any policy object honouring the ``act`` contract)::
@@ -20,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from flexmg.agents.episodes import play_batch
+from flexmg.episodes import play_batch
 from flexmg.metrics import summarize_episodes
 from flexmg.protocols import VectorEnv
 from flexmg.vector import EpisodeResult
@@ -38,8 +40,21 @@ class _ActionBatchLike(Protocol):
     ref_token_logprobs: list[list[float]] | None
 
 
-class _Actor(Protocol):
+class _Policy(Protocol):
     def act(self, role: str, observations: list[dict], greedy: bool = False) -> Any: ...
+
+
+class _RoleTurns:
+    """The policy acting as one role's actor; it keeps each batch it generated, in order."""
+
+    def __init__(self, policy: _Policy, role: str, greedy: bool) -> None:
+        self.policy, self.role, self.greedy = policy, role, greedy
+        self.batches: list[_ActionBatchLike] = []
+
+    def act(self, observations: Sequence[dict]) -> list[str]:
+        batch = self.policy.act(self.role, list(observations), greedy=self.greedy)
+        self.batches.append(batch)
+        return list(batch.texts)
 
 
 @dataclass
@@ -104,7 +119,7 @@ class RolloutBatch:
 
 
 def collect_rollout(
-    policy: _Actor,
+    policy: _Policy,
     vec: VectorEnv,
     seed: int | Sequence[int],
     greedy: bool = False,
@@ -123,15 +138,15 @@ def collect_rollout(
     Returns:
         A :class:`RolloutBatch` with one sample per turn.
     """
+    team = {role: _RoleTurns(policy, role, greedy) for role in vec.possible_agents}
     turns: dict[int, list[tuple[str, _ActionBatchLike, int]]] = {}
 
-    def act(role: str, envs: list[int], observations: list[dict]) -> list[str]:
-        batch = policy.act(role, observations, greedy=greedy)
+    def on_step(role: str, envs: list[int], actions: list[str]) -> None:
+        batch = team[role].batches[-1]
         for j, i in enumerate(envs):
             turns.setdefault(i, []).append((role, batch, j))
-        return list(batch.texts)
 
-    results = play_batch(vec, act, seed, max_steps=max_steps)
+    results = play_batch(vec, team, seed, max_steps=max_steps, on_step=on_step)
     return build_batch(results, [turns.get(i, []) for i in range(len(results))])
 
 

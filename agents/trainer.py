@@ -46,39 +46,16 @@ from flexmg.agents.checkpoint import (
     save_checkpoint,
 )
 from flexmg.agents.config import PolicyConfig, PPOConfig, RunConfig, RunConfigError, TrainConfig
-from flexmg.agents.evaluation import evaluate_episodes, evaluation_record, write_eval_episodes
+from flexmg.agents.evaluation import evaluate_episodes, write_eval_episodes
 from flexmg.agents.marft import Algorithm, get_algorithm
 from flexmg.agents.ppo import PPOLearner
 from flexmg.agents.samples import RolloutBatch, collect_rollout
+from flexmg.evaluation import evaluation_record
 from flexmg.io import atomic_write_text, atomic_write_via, json_default
 from flexmg.metrics import summarize_episodes
 from flexmg.protocols import VectorEnv
 
 CKPT_FORMAT = 1
-# Defaults of the policy and PPO for the tiny model on CPU (the main job). The MARFT
-# reference hyperparameters (lr 1e-6, 512 new tokens) are for 7B models.
-TINY_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 1.0, "max_new_tokens": 24}
-# Tokens per action of the tiny model (one per character) by env family (the env id's
-# first part): a worked math answer (``03+09=12 \boxed{12}``) fits in 24 tokens; a fenced
-# procedural-code solution takes up to about 70.
-TINY_MAX_NEW_TOKENS: dict[str, int] = {"code": 80}
-TINY_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-3, "lr_critic": 1e-3}
-# Starting points for real Hugging Face LLMs (``--model NAME``); flags override them.
-# Sampling is temperature only (no top-k/top-p: see docs/marft.md); micro-batches of 8
-# rows keep one update at 128 episodes x 512 tokens in bounded memory.
-LLM_POLICY_DEFAULTS: dict[str, Any] = {"temperature": 0.5, "max_new_tokens": 512, "micro_batch": 8}
-LLM_PPO_DEFAULTS: dict[str, Any] = {"lr_actor": 1e-5, "lr_critic": 5e-5}
-
-
-def tiny_policy_defaults(env_id: str) -> dict[str, Any]:
-    """Policy defaults of the tiny model on ``env_id`` (flags override them).
-
-    >>> tiny_policy_defaults("code-2agent")["max_new_tokens"], tiny_policy_defaults("math-2agent")["max_new_tokens"]
-    (80, 24)
-    """
-    family = env_id.split("-", 1)[0]
-    budget = TINY_MAX_NEW_TOKENS.get(family, TINY_POLICY_DEFAULTS["max_new_tokens"])
-    return {**TINY_POLICY_DEFAULTS, "max_new_tokens": budget}
 
 
 def derive_seed(*parts: int) -> int:
@@ -116,7 +93,12 @@ class Trainer:
         _resume_state: internal; use :meth:`Trainer.resume`.
     """
 
-    def __init__(self, config: TrainConfig, _resume_state: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: TrainConfig,
+        _resume_state: dict[str, Any] | None = None,
+        _resolved: tuple[PolicyConfig, PPOConfig] | None = None,
+    ) -> None:
         from flexmg.agents.policy import TeamPolicy
 
         self.config = config
@@ -124,13 +106,9 @@ class Trainer:
         self.run_dir = Path(config.run_dir or default_run_dir(config.env, config.algo))
         config.run_dir = str(self.run_dir)
         self.roles = env_roles(config.env, config.env_kwargs)
-        tiny = config.policy.get("model", "tiny") == "tiny"
-        policy_defaults = tiny_policy_defaults(config.env) if tiny else LLM_POLICY_DEFAULTS
-        ppo_defaults = TINY_PPO_DEFAULTS if tiny else LLM_PPO_DEFAULTS
-        policy_kwargs = {**policy_defaults, "seed": config.seed, **config.policy}
-        policy_kwargs["critic"] = self.algorithm.critic
-        self.policy_config = PolicyConfig(**policy_kwargs)
-        self.ppo_config = PPOConfig(**{**ppo_defaults, **config.ppo})
+        self.policy_config, self.ppo_config = _resolved or config.resolved(
+            self.roles, self.algorithm.critic
+        )
         torch.manual_seed(derive_seed(config.seed, -1))
         self.policy = TeamPolicy(self.roles, self.policy_config)
         self.learner = PPOLearner(self.policy, self.ppo_config, self.algorithm.credit)
@@ -171,7 +149,7 @@ class Trainer:
         state = load_checkpoint(ckpt)
         if state.get("format") != CKPT_FORMAT:
             raise CheckpointError(f"{ckpt}: unsupported checkpoint format {state.get('format')!r}")
-        return cls(train, _resume_state=state)
+        return cls(train, _resume_state=state, _resolved=(saved.policy_config, saved.ppo_config))
 
     def _load_state(self, state: dict[str, Any]) -> None:
         self.policy.load_trainable_state(state["policy"])

@@ -2,7 +2,6 @@
 
 * :mod:`flexmg.baselines.scripted`: ``OracleAgent`` (upper bound), empty/random (lower bounds).
 * :mod:`flexmg.baselines.leaderboard`: ``run_leaderboard`` / ``flexmg leaderboard``.
-* :mod:`flexmg.baselines.stats`: means and 95% CIs over seeds.
 * :mod:`flexmg.baselines.run_loader`: a training run folder as a team of agents.
 * :mod:`flexmg.baselines.ippo`: the IPPO learner (``flexmg train --algo ippo``).
 
@@ -21,17 +20,14 @@ from __future__ import annotations
 from flexmg.baselines.entries import EntryContext, EntrySpec
 from flexmg.baselines.leaderboard import LeaderboardConfig, eval_seed, run_leaderboard
 from flexmg.baselines.scripted import OracleAgent, make_oracle, make_scripted
-from flexmg.baselines.stats import MeanCI, mean_ci
 
 __all__ = [
     "EntryContext",
     "EntrySpec",
     "LeaderboardConfig",
-    "MeanCI",
     "OracleAgent",
     "eval_seed",
     "make_oracle",
     "make_scripted",
-    "mean_ci",
     "run_leaderboard",
 ]

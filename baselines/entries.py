@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flexmg.agents.base import as_agent
+from flexmg.actors import as_agent
 from flexmg.baselines.scripted import SCRIPTED, make_scripted
 from flexmg.protocols import VectorEnv
 from flexmg.tasks import stable_hash

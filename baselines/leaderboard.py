@@ -49,15 +49,15 @@ from pathlib import Path
 from typing import Any
 
 import flexmg
-from flexmg.agents.episodes import rollout
-from flexmg.agents.evaluation import distinct_seed_plan
 from flexmg.baselines.entries import Entry, EntryContext, EntrySpec, search_path
 from flexmg.baselines.report import CHART_FILE, TABLE_FILE, write_reports
-from flexmg.baselines.stats import mean_ci
+from flexmg.episodes import rollout
+from flexmg.evaluation import distinct_seed_plan
 from flexmg.io import atomic_write_json
-from flexmg.metrics import summarize_episodes
+from flexmg.metrics import mean_ci, summarize_episodes
 from flexmg.protocols import VectorEnv
-from flexmg.tasks import EVAL_SEED_OFFSET, check_split, stable_hash
+from flexmg.settings import Settings, documented, setting
+from flexmg.tasks import EVAL_SEED_OFFSET, stable_hash
 from flexmg.vector import EpisodeResult
 
 __all__ = [
@@ -143,35 +143,70 @@ class EnvEntry:
         return {"id": self.id, "name": self.name, "kwargs": self.kwargs}
 
 
+def _distinct_seeds(seeds: Any) -> bool:
+    return bool(seeds) and all(s >= 0 for s in seeds) and len(set(seeds)) == len(seeds)
+
+
+@documented
 @dataclass
-class LeaderboardConfig:
+class LeaderboardConfig(Settings):
     """What to evaluate (``flexmg leaderboard --config FILE.yaml`` reads these keys).
 
-    Attributes:
-        entries: entry specs (strings or ``{agent, name, kwargs, envs}``).
-        envs: env ids or ``{id, name, kwargs}``.
-        seeds: leaderboard seeds (independent episode sets; the CI is over them).
-        episodes: episodes per seed.
-        out: output folder.
-        num_envs: vector env size (batch size of generation).
-        vectorization: ``"sync"``, ``"async"`` or ``"ray"`` (entries that read the env,
-            such as the oracle, always use sync).
-        split: task split (``"eval"``; change only to study overfitting).
-        env_kwargs: kwargs for every env (an env's own kwargs win).
-        progress: show tqdm progress bars.
+    Each field is declared once (:mod:`flexmg.settings`): its flag of ``flexmg
+    leaderboard``, its check and its docstring line come from there. ``entries``
+    and ``envs`` are required; ``config_dir`` is not a key of the file (it is the
+    file's folder).
     """
 
-    entries: list[EntrySpec]
-    envs: list[EnvEntry]
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    episodes: int = 20
-    out: str = "leaderboards/default"
-    num_envs: int = 8
-    vectorization: str = "sync"
-    split: str = "eval"
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    progress: bool = True
-    config_dir: str | None = None
+    entries: list[EntrySpec] = setting(
+        factory=list,
+        help="entry specs: scripted:oracle|empty|random, run:PATH, hf:MODEL, module:callable "
+        "(or {agent, name, kwargs, envs})",
+        flag="--entries",
+        nargs="+",
+    )
+    envs: list[EnvEntry] = setting(
+        factory=list, help="env ids (or {id, name, kwargs})", flag="--envs", nargs="+"
+    )
+    seeds: list[int] = setting(
+        factory=lambda: [0, 1, 2],
+        help="leaderboard seeds: independent episode sets, the CI is over them (default 0 1 2)",
+        flag="--seeds",
+        nargs="+",
+        check=(_distinct_seeds, "distinct integers >= 0"),
+    )
+    episodes: int = setting(
+        20,
+        "episodes per seed (default 20)",
+        flag="--episodes",
+        check=(lambda v: 1 <= int(v) < SEED_STRIDE, f"in [1, {SEED_STRIDE})"),
+    )
+    out: str = setting("leaderboards/default", "output folder", flag="--out")
+    num_envs: int = setting(
+        8,
+        "vector env size = generation batch (default 8)",
+        flag="--num-envs",
+        check=(lambda v: int(v) >= 1, ">= 1"),
+    )
+    vectorization: str = setting(
+        "sync",
+        "vector env kind (entries that read the env, such as the oracle, always use sync)",
+        flag="--vectorization",
+        choices=("sync", "async", "ray"),
+    )
+    split: str = setting(
+        "eval",
+        "task split (eval: held out; change only to study overfitting)",
+        flag="--split",
+        choices=("eval", "train", "all"),
+    )
+    env_kwargs: dict[str, Any] = setting(
+        factory=dict, help="kwargs for every env (an env's own kwargs win)", flag="--kw"
+    )
+    progress: bool = setting(True, "show progress bars", flag="--no-progress")
+    config_dir: str | None = setting(
+        None, "the config file's folder: module:callable entries are looked up there too"
+    )
 
     def __post_init__(self) -> None:
         self.entries = [EntrySpec.parse(e) for e in self.entries]
@@ -190,24 +225,9 @@ class LeaderboardConfig:
         if isinstance(self.seeds, int):
             self.seeds = [self.seeds]
         self.seeds = [int(s) for s in self.seeds]
-        if (
-            not self.seeds
-            or any(s < 0 for s in self.seeds)
-            or len(set(self.seeds)) != len(self.seeds)
-        ):
-            raise ValueError(f"seeds must be distinct integers >= 0, got {self.seeds}")
-        if not 1 <= int(self.episodes) < SEED_STRIDE:
-            raise ValueError(f"episodes must be in [1, {SEED_STRIDE}), got {self.episodes}")
-        self.episodes = int(self.episodes)
-        if int(self.num_envs) < 1:
-            raise ValueError(f"num_envs must be >= 1, got {self.num_envs}")
-        self.num_envs = int(self.num_envs)
-        if self.vectorization not in ("sync", "async", "ray"):
-            raise ValueError(
-                f"vectorization must be 'sync', 'async' or 'ray', got {self.vectorization!r}"
-            )
-        check_split(self.split)
+        self.episodes, self.num_envs = int(self.episodes), int(self.num_envs)
         self.env_kwargs = dict(self.env_kwargs or {})
+        super().__post_init__()
 
     KEYS = (
         "entries",
@@ -221,6 +241,7 @@ class LeaderboardConfig:
         "env_kwargs",
         "progress",
     )
+    """The keys of a config file (every field but ``config_dir``)."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], config_dir: str | None = None) -> LeaderboardConfig:

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flexmg.baselines.stats import format_mean_ci
 from flexmg.io import atomic_write_text, atomic_write_via
+from flexmg.metrics import format_mean_ci
 
 if TYPE_CHECKING:  # type only: leaderboard imports this module at run time
     from flexmg.baselines.leaderboard import LeaderboardConfig

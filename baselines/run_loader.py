@@ -19,7 +19,7 @@ Example (needs a run folder)::
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,37 +86,22 @@ def load_run(
         device: override the run's device (``"cpu"``, ``"cuda"``, ...).
         greedy: greedy decoding (default) instead of sampling.
     """
-    from flexmg.agents.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+    from flexmg.agents.checkpoint import CheckpointError, restore_policy
+    from flexmg.agents.config import RunConfigError
     from flexmg.agents.llm_agent import LLMAgent
-    from flexmg.agents.policy import TeamPolicy
 
-    run = Path(run_dir)
-    cfg = read_run_config(run)
-    ckpt = Path(checkpoint) if checkpoint else latest_checkpoint(run / "checkpoints")
-    if ckpt is None:
-        raise RunLoadError(
-            f"no checkpoint in {run / 'checkpoints'}: the run has not saved one yet "
-            "(train it further, or pass checkpoint=...)"
-        )
     try:
-        state = load_checkpoint(ckpt)
-    except (OSError, CheckpointError) as exc:
-        raise RunLoadError(f"cannot load checkpoint {ckpt}: {exc}") from exc
-    pcfg = cfg.policy_config if not device else replace(cfg.policy_config, device=device)
-    roles = list(cfg.roles)
-    policy = TeamPolicy(roles, pcfg)
-    try:
-        policy.load_trainable_state(state["policy"])
-    except (KeyError, ValueError) as exc:
-        raise RunLoadError(f"checkpoint {ckpt} does not fit the run's policy: {exc}") from exc
-    policy.eval()
+        restored = restore_policy(run_dir, checkpoint, device)
+    except (OSError, RunConfigError, CheckpointError) as exc:
+        raise RunLoadError(str(exc)) from exc
+    cfg, roles = restored.config, list(restored.config.roles)
     return LoadedRun(
-        path=run,
+        path=Path(run_dir),
         roles=roles,
         env=cfg.train.env,
         algo=cfg.algorithm.get("name", cfg.train.algo),
-        share_parameters=pcfg.share_parameters,
-        updates=int(state.get("counters", {}).get("updates_done", 0)),
-        checkpoint=ckpt,
-        agent=LLMAgent(policy, role=roles[0], greedy=greedy),
+        share_parameters=restored.policy.config.share_parameters,
+        updates=restored.updates,
+        checkpoint=restored.checkpoint,
+        agent=LLMAgent(restored.policy, role=roles[0], greedy=greedy),
     )

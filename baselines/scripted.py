@@ -1,10 +1,11 @@
-"""Scripted baselines: the oracle (an upper bound) and the empty/random agents (lower bounds).
+"""Scripted baselines: the oracle (an upper bound), empty/random agents (lower bounds), replays.
 
-The oracle solves the built-in tasks exactly: on a math task the graded role
-writes ``\\boxed{<gold answer>}``; on a code task it writes the reference
-solution in a fenced ``python`` block. Roles that are not graded write
-something plausible for their role (a plan, sub-questions, doctest-derived
-``assert`` lines for a tester, the worked answer for a solver).
+The oracle solves the tasks of every env family that declares a scripted
+oracle (``Family.oracle``): on a math task the graded role writes
+``\\boxed{<gold answer>}``; on a code task it writes the reference solution in
+a fenced ``python`` block. Roles that are not graded write something plausible
+for their role (a plan, sub-questions, doctest-derived ``assert`` lines for a
+tester, the worked answer for a solver).
 
 The observation never carries the answer, so the oracle reads the live task
 from the env(s) it plays: it is built from a *task provider*, a function that
@@ -14,101 +15,34 @@ into any observation, so other agents never see the answer. On the
 leaderboard use ``scripted:oracle`` (the runner gives the factory the vector
 env it plays, always a ``SyncVectorEnv`` for this entry).
 
+:class:`ScriptedAgent` replays fixed messages (or calls a script), for tests and
+for driving some roles of a team deterministically.
+
 Example:
     >>> import flexmg
-    >>> from flexmg.agents import rollout
-    >>> from flexmg.baselines.scripted import OracleAgent
+    >>> from flexmg.episodes import rollout
     >>> env = flexmg.make("math-2agent", split="eval")
     >>> rollout(env, OracleAgent(lambda: [env]), episodes=3, seed=0).success_rate
     1.0
+    >>> rollout(flexmg.make("echo"), RandomAgent(seed=0), episodes=2).summary()["episodes"]
+    2
+    >>> ScriptedAgent(["first", "second"]).act([{}, {}, {}])
+    ['first', 'second', 'first']
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from flexmg.agents.base import EmptyAgent, RandomAgent
+import numpy as np
+
 from flexmg.env import FlexMGEnv
-from flexmg.protocols import VectorEnv
+from flexmg.family import OracleFn
+from flexmg.protocols import Observation, VectorEnv
 from flexmg.tasks import Task, stable_hash
 
 EnvProvider = Callable[[], Iterable[FlexMGEnv]]
-
-_DOCTEST = re.compile(r"^\s*>>>\s?(?P<expr>.+?)\s*$")
-_MAX_ASSERTS = 8
-
-
-def is_code_task(task: Task) -> bool:
-    """True for code tasks (they name an ``entry_point``).
-
-    >>> is_code_task(Task(id="t", prompt="p", meta={"entry_point": "f"}))
-    True
-    """
-    return bool(task.meta.get("entry_point"))
-
-
-def doctest_asserts(prompt: str, limit: int = _MAX_ASSERTS) -> list[str]:
-    """``assert expr == expected`` lines from the ``>>>`` examples of a docstring.
-
-    >>> doctest_asserts('''    >>> add(1, 2)\\n    3\\n''')
-    ['assert add(1, 2) == 3']
-    """
-    lines = prompt.splitlines()
-    out: list[str] = []
-    for i, line in enumerate(lines):
-        m = _DOCTEST.match(line)
-        if not m or i + 1 >= len(lines):
-            continue
-        expected = lines[i + 1].strip()
-        if not expected or expected.startswith(">>>") or expected.startswith("Traceback"):
-            continue
-        out.append(f"assert {m.group('expr')} == {expected}")
-        if len(out) >= limit:
-            break
-    return out
-
-
-def math_message(task: Task, role: str, instructions: str, graded: bool) -> str:
-    """The oracle's message for one role on a math task.
-
-    >>> t = Task(id="t", prompt="What is 2 + 3?", answer="5", meta={"solution": "2 + 3 = 5"})
-    >>> math_message(t, "verifier", "", graded=True)
-    '2 + 3 = 5\\nThe answer is \\\\boxed{5}.'
-    """
-    solution = str(task.meta.get("solution") or "").strip()
-    boxed = f"The answer is \\boxed{{{task.answer}}}."
-    if graded or "\\boxed" in instructions:
-        return f"{solution}\n{boxed}" if solution else boxed
-    if role == "decomposer":
-        return (
-            "1. Which quantities does the problem give?\n"
-            "2. Which operations combine them, in which order?\n"
-            "3. What is the final value?"
-        )
-    return "Plan: identify the given quantities, apply the operations in order, check the result."
-
-
-def code_message(task: Task, role: str, instructions: str, graded: bool) -> str:
-    """The oracle's message for one role on a code task (reference solution when it writes code).
-
-    >>> t = Task(id="t", prompt="def f():\\n    '''\\n    >>> f()\\n    1\\n    '''",
-    ...          answer="def f():\\n    return 1\\n", meta={"entry_point": "f"})
-    >>> code_message(t, "tester", "", graded=False)
-    '```python\\nassert f() == 1\\n```'
-    """
-    entry = str(task.meta.get("entry_point", ""))
-    writes_tests = role == "tester" or ("assert" in instructions and not graded)
-    if writes_tests:
-        asserts = doctest_asserts(task.prompt) or [f"assert callable({entry})"]
-        return "```python\n" + "\n".join(asserts) + "\n```"
-    if graded or "```python" in instructions:
-        return f"```python\n{task.answer.strip()}\n```"
-    return (
-        f"Plan: implement `{entry}` as the docstring specifies; handle empty inputs and the "
-        "boundary cases the examples show; keep it pure (no I/O)."
-    )
 
 
 class OracleAgent:
@@ -131,15 +65,22 @@ class OracleAgent:
         self._envs = envs
         self.calls = 0
 
-    def _live_tasks(self) -> dict[str, tuple[Task, str]]:
-        live: dict[str, tuple[Task, str]] = {}
+    def _live_tasks(self) -> dict[str, tuple[Task, str, OracleFn]]:
+        live: dict[str, tuple[Task, str, OracleFn]] = {}
         for env in self._envs():
             task = env.task
             if task is None:
                 continue
+            oracle = env.family.oracle if env.family is not None else None
+            if oracle is None:
+                raise LookupError(
+                    f"OracleAgent: env {env.metadata.get('name', type(env).__name__)!r} "
+                    "declares no scripted oracle (its family's Family.oracle), so there is "
+                    "nothing that solves it"
+                )
             order = env.graph.order()
             prompt = task.prompt[: env.max_task_chars]
-            live[prompt] = (task, order[-1])
+            live[prompt] = (task, order[-1], oracle)
         return live
 
     def act(self, observations: list[Mapping[str, Any]]) -> list[str]:
@@ -154,13 +95,89 @@ class OracleAgent:
                     "OracleAgent: no env being played has this task; build it with the envs "
                     f"it plays (e.g. OracleAgent(lambda: vec.envs)). Task: {prompt[:80]!r}"
                 )
-            task, graded_role = live[prompt]
+            task, graded_role, oracle = live[prompt]
             role = str(obs.get("role", ""))
             instructions = str(obs.get("instructions", ""))
-            graded = role == graded_role
-            writer = code_message if is_code_task(task) else math_message
-            out.append(writer(task, role, instructions, graded))
+            out.append(oracle(task, role, instructions, role == graded_role))
         return out
+
+
+class ScriptedAgent:
+    """Replays fixed messages in turn (``responses[i % len]``), or calls ``script(obs)``.
+
+    Useful for tests, for driving some roles of a team deterministically, and
+    as an oracle when ``script`` solves the task.
+    """
+
+    def __init__(self, responses: Sequence[str] | Callable[[Observation], str]) -> None:
+        if callable(responses):
+            self._fn: Callable[[Observation], str] | None = responses
+            self.responses: list[str] = []
+        else:
+            self._fn = None
+            self.responses = [str(r) for r in responses]
+            if not self.responses:
+                raise ValueError("ScriptedAgent needs at least one response")
+        self._i = 0
+
+    def act(self, observations: Sequence[Observation]) -> list[str]:
+        """The scripted messages, one per observation."""
+        if self._fn is not None:
+            return [str(self._fn(o)) for o in observations]
+        out = []
+        for _ in observations:
+            out.append(self.responses[self._i % len(self.responses)])
+            self._i += 1
+        return out
+
+
+class RandomAgent:
+    """Random text (a lower bound): words drawn from a vocabulary, seeded.
+
+    >>> RandomAgent(seed=0).act([{}])[0] == RandomAgent(seed=0).act([{}])[0]
+    True
+    """
+
+    VOCAB = (
+        "the",
+        "answer",
+        "is",
+        "\\boxed{1}",
+        "\\boxed{0}",
+        "def",
+        "return",
+        "x",
+        "+",
+        "=",
+        "```python",
+        "```",
+        "\n",
+        "7",
+        "42",
+        "maybe",
+        "check",
+        "solve",
+    )
+
+    def __init__(self, max_words: int = 20, seed: int | None = None) -> None:
+        self.max_words = max_words
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observations: Sequence[Observation]) -> list[str]:
+        """Random words, one message per observation."""
+        out = []
+        for _ in observations:
+            n = int(self.rng.integers(0, self.max_words + 1))
+            out.append(" ".join(self.VOCAB[i] for i in self.rng.integers(0, len(self.VOCAB), n)))
+        return out
+
+
+class EmptyAgent:
+    """Always answers with an empty message (the floor of any leaderboard)."""
+
+    def act(self, observations: Sequence[Observation]) -> list[str]:
+        """The empty message, once per observation."""
+        return ["" for _ in observations]
 
 
 def envs_of(vec_or_env: VectorEnv | FlexMGEnv) -> list[FlexMGEnv]:
@@ -189,7 +206,7 @@ def make_oracle(vec: VectorEnv | FlexMGEnv) -> OracleAgent:
 
 
 def make_random(seed: int, *parts: object) -> RandomAgent:
-    """A :class:`~flexmg.agents.RandomAgent` seeded from ``seed`` and labels (e.g. the env id).
+    """A :class:`RandomAgent` seeded from ``seed`` and labels (e.g. the env id).
 
     >>> make_random(0, "math-2agent").act([{}]) == make_random(0, "math-2agent").act([{}])
     True

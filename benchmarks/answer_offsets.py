@@ -42,14 +42,14 @@ def distinct_tasks(split: str, n: int) -> list[Any]:
     return tasks
 
 
-def offsets(model: Any, tokenizer: Any, tasks: list[Any], max_new_tokens: int = 24) -> Counter:
-    """Counter of (answer - gold) over ``tasks`` (``"none"``: no boxed integer)."""
-    from flexmg.agents.pass_at_k import ModelActor
+def offsets(actor: Any, tasks: list[Any]) -> Counter:
+    """Counter of (answer - gold) over ``tasks`` (``"none"``: no boxed integer).
 
-    actor = ModelActor(model, tokenizer, max_new_tokens=max_new_tokens)
+    ``actor`` is the solver (greedy): it sees each task as a lone solver does.
+    """
     observations = [{"task": t.prompt, "role": "solver"} for t in tasks]  # Q:...\n[solver]:
     counts: Counter = Counter()
-    for task, text in zip(tasks, actor("solver", observations, greedy=True), strict=True):
+    for task, text in zip(tasks, actor.act(observations), strict=True):
         found = _BOXED.search(text)
         counts[int(found.group(1)) - int(task.answer) if found else "none"] += 1
     return counts
@@ -66,14 +66,20 @@ def classes(counts: Counter) -> dict[str, float]:
     return {"right": right, "slip": slip, "other": 1.0 - right - slip}
 
 
-def load_solver(checkpoint: Path | None) -> tuple[Any, Any]:
-    """(model, tokenizer): the shipped tiny model, with the solver's adapter of ``checkpoint``."""
-    if checkpoint is None:
-        from flexmg.agents.tiny_model import load_tiny
+def load_solver(checkpoint: Path | None) -> Any:
+    """The greedy solver: the shipped tiny model, or the solver of a run's ``checkpoint``.
 
-        return load_tiny()
+    Both decode with the learner's own decoder (the tiny model's token budget for math).
+    """
+    if checkpoint is None:
+        from flexmg.family import family_of, token_budget
+        from flexmg.models.actor import ModelActor
+
+        budget = token_budget(family_of("math-1agent"), "tiny")
+        return ModelActor.load("tiny", max_new_tokens=budget, greedy=True, device="cpu")
     from flexmg.agents.checkpoint import load_checkpoint
     from flexmg.agents.config import PolicyConfig
+    from flexmg.agents.llm_agent import LLMAgent
     from flexmg.agents.policy import TeamPolicy
 
     state = load_checkpoint(checkpoint)["policy"]
@@ -84,8 +90,7 @@ def load_solver(checkpoint: Path | None) -> tuple[Any, Any]:
     policy = TeamPolicy(state["roles"], config)
     policy.load_trainable_state(state)
     policy.eval()
-    policy.model.set_adapter(policy.adapter_name("solver"))
-    return policy.model, policy.tokenizer
+    return LLMAgent(policy, role="solver", greedy=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,11 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.checkpoint is None) == (not args.base):
         parser.error("pass a checkpoint or --base (one of them)")
-    model, tokenizer = load_solver(None if args.base else args.checkpoint)
+    solver = load_solver(None if args.base else args.checkpoint)
     result: dict[str, Any] = {"checkpoint": str(args.checkpoint or "base")}
     for split in ("eval", "train"):
         tasks = distinct_tasks(split, args.prompts)
-        counts = offsets(model, tokenizer, tasks)
+        counts = offsets(solver, tasks)
         shares = classes(counts)
         common = ", ".join(f"{k:+}: {v}" if k != "none" else f"none: {v}"
                            for k, v in counts.most_common(6))  # fmt: skip

@@ -27,9 +27,10 @@ from pathlib import Path
 
 from math_verify import parse, verify
 
-from flexmg.envs.math import GENERATORS, configure, grade_detailed
+from flexmg.envs.math import configure, grade_detailed
 from flexmg.envs.math.grader import _cache, get_pool
 from flexmg.envs.math.loaders import load_file
+from flexmg.tasks import task_source_factory, task_source_names
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 REASONING = (
@@ -53,9 +54,9 @@ def variants(gold: str, rng: random.Random) -> str:
 def build_pairs(n: int, seed: int = 0, data: Path = DATA) -> list[tuple[str, str]]:
     rng = random.Random(seed)
     golds: list[str] = []
-    for name, cls in GENERATORS.items():
+    for name in task_source_names("math"):
         for difficulty in (1, 3, 5):
-            src = cls(difficulty=difficulty)
+            src = task_source_factory(name, "math")(difficulty=difficulty)
             golds += [src.get(i).answer for i in range(n // 10 + 1)]
     for file in ("math500_test.jsonl", "gsm8k_test.jsonl"):
         if (data / file).is_file():

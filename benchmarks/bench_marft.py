@@ -128,13 +128,13 @@ def child(
 
     torch.set_num_threads(threads)
     from flexmg.agents.policy import PolicyConfig, TeamPolicy
-    from flexmg.agents.tiny_model import count_parameters
+    from flexmg.models.tiny.model import count_parameters
 
     torch.manual_seed(seed)
     roles = list(TEAMS[agents])
-    cfg = PolicyConfig(
+    cfg = PolicyConfig(  # the tiny model's sampling and batching, whatever the shape
         model=model, max_new_tokens=new_tokens, device=device_name, dtype=dtype_name,
-        prompt_style="compact",
+        prompt_style="compact", temperature=1.0, micro_batch=0,
     )  # fmt: skip
     policy = TeamPolicy(roles, cfg)
     device = policy.device
@@ -258,8 +258,8 @@ def _gpu_peak(device: Any) -> dict[str, float]:
 
 def save_mid_model(folder: Path) -> str:
     """Write the ~50M-parameter random Qwen2-style model (character tokenizer) to ``folder``."""
-    from flexmg.agents.tiny_model import build_tiny_model, count_parameters, mid_config
-    from flexmg.agents.tokenizer import build_char_tokenizer
+    from flexmg.models.tiny.model import build_tiny_model, count_parameters, mid_config
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
     model = build_tiny_model(seed=0, config=mid_config())
     print(f"mid model: {count_parameters(model) / 1e6:.1f}M parameters", file=sys.stderr)
@@ -334,8 +334,8 @@ DEFAULT_VOCAB, DEFAULT_NEW_TOKENS, DEFAULT_EPISODES = 151_936, 512, 128
 
 def save_thin_model(folder: Path, vocab: int) -> str:
     """A 1-layer, 32-wide Qwen2-shaped random model with a ``vocab``-token embedding."""
-    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
-    from flexmg.agents.tokenizer import build_char_tokenizer
+    from flexmg.models.tiny.model import build_tiny_model, tiny_config
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
     cfg = tiny_config(vocab_size=vocab, hidden_size=32, intermediate_size=64,
                       num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
@@ -383,15 +383,13 @@ def learner_child(
     from flexmg.agents.credit import marft_credit
     from flexmg.agents.policy import PolicyConfig, TeamPolicy
     from flexmg.agents.ppo import PPOConfig, PPOLearner
-    from flexmg.agents.trainer import LLM_POLICY_DEFAULTS, LLM_PPO_DEFAULTS
 
     with tempfile.TemporaryDirectory(prefix="flexmg-thin-") as tmp:
-        path = save_thin_model(Path(tmp), vocab)
-        cfg = {**LLM_POLICY_DEFAULTS, "max_new_tokens": new_tokens, "prompt_style": "compact"}
-        policy = TeamPolicy(["solver"], PolicyConfig(model=path, device=device_name,
-                                                     dtype=dtype_name, **cfg))  # fmt: skip
-    learner = PPOLearner(policy, PPOConfig(**LLM_PPO_DEFAULTS, recompute_old=bool(recompute)),
-                         marft_credit)  # fmt: skip
+        path = save_thin_model(Path(tmp), vocab)  # a model folder: the "llm" kind's defaults
+        policy = TeamPolicy(["solver"], PolicyConfig(
+            model=path, device=device_name, dtype=dtype_name, max_new_tokens=new_tokens,
+            prompt_style="compact"))  # fmt: skip
+    learner = PPOLearner(policy, PPOConfig(recompute_old=bool(recompute)), marft_credit)
     if policy.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(policy.device)
     torch.manual_seed(0)
@@ -424,13 +422,12 @@ def ratio_child(
     from flexmg.agents.credit import marft_credit
     from flexmg.agents.policy import PolicyConfig, TeamPolicy
     from flexmg.agents.ppo import PPOConfig, PPOLearner, _pad
-    from flexmg.agents.trainer import LLM_POLICY_DEFAULTS
 
     with tempfile.TemporaryDirectory(prefix="flexmg-thin-") as tmp:
-        path = save_thin_model(Path(tmp), vocab)
-        cfg = {**LLM_POLICY_DEFAULTS, "max_new_tokens": new_tokens, "prompt_style": "compact"}
-        policy = TeamPolicy(["solver"], PolicyConfig(model=path, device=device_name,
-                                                     dtype=dtype_name, **cfg))  # fmt: skip
+        path = save_thin_model(Path(tmp), vocab)  # a model folder: the "llm" kind's defaults
+        policy = TeamPolicy(["solver"], PolicyConfig(
+            model=path, device=device_name, dtype=dtype_name, max_new_tokens=new_tokens,
+            prompt_style="compact"))  # fmt: skip
     ppo = PPOConfig(lr_actor=lr, epochs=1, minibatches=1, target_kl=None, lr_schedule="constant")
     learner = PPOLearner(policy, ppo, marft_credit)
     torch.manual_seed(0)

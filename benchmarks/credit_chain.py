@@ -60,17 +60,6 @@ FIGURES = ("relay_rate", "expression_rate", "answer_rate", "success_rate")
 _EXPRESSION = re.compile(r"\d+\s*[-+*/×÷]\s*\d+")  # "a op b": the shape of a relayed problem
 
 
-def tiny_settings(env_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Policy and PPO settings of the tiny model on ``env_id``: the trainer's tiny defaults,
-    passed explicitly because every run starts from a model folder, which the trainer
-    would treat as an LLM (an earlier hand-copied 16-token budget cut the solver's worked
-    answers short)."""
-    from flexmg.agents.trainer import TINY_PPO_DEFAULTS, tiny_policy_defaults
-
-    policy = {"prompt_style": "compact", "micro_batch": 0, **tiny_policy_defaults(env_id)}
-    return policy, dict(TINY_PPO_DEFAULTS)
-
-
 RELAY_FINE_TUNE_LR = 2e-3  # constant learning rate of the in-script relay fine-tune
 
 
@@ -119,7 +108,7 @@ def _gold_answers(vec: Any) -> list[str]:
 # ------------------------------------------------------------------ start model
 def shipped_has_relay_data() -> bool:
     """True when the shipped warm start's ``warmstart.json`` says ``relay_weight > 0``."""
-    from flexmg.agents.tiny_model import TINY_ASSET_DIR
+    from flexmg.models.tiny.model import TINY_ASSET_DIR
 
     path = TINY_ASSET_DIR / "warmstart.json"
     info = json.loads(path.read_text()) if path.is_file() else {}
@@ -128,8 +117,8 @@ def shipped_has_relay_data() -> bool:
 
 def prepare_start(out: Path, steps: int, share: float, seed: int) -> tuple[str, dict[str, Any]]:
     """The model every run starts from: the shipped checkpoint, or it fine-tuned on relay data."""
-    from flexmg.agents import warmstart
-    from flexmg.agents.tiny_model import TINY_ASSET_DIR, load_tiny
+    from flexmg.models.tiny import warmstart
+    from flexmg.models.tiny.model import TINY_ASSET_DIR, load_tiny
 
     if steps == 0:
         return "tiny", {"model": "shipped", "path": str(TINY_ASSET_DIR), "relay_fine_tune": None}
@@ -160,13 +149,12 @@ def train_run(variant: str, seed: int, args: argparse.Namespace, model: str) -> 
     from flexmg.agents.trainer import TrainConfig, Trainer
 
     algo, ppo = VARIANTS[variant]
-    tiny_policy, tiny_ppo = tiny_settings(args.env)
-    ppo = {**tiny_ppo, **{k: args.agent_interval if v is None else v for k, v in ppo.items()}}
+    ppo = {k: args.agent_interval if v is None else v for k, v in ppo.items()}
     config = TrainConfig(
         env=args.env, algo=algo, seed=seed, updates=args.updates,
         episodes_per_update=args.episodes_per_update, eval_episodes=args.eval_episodes,
         run_dir=str(args.out / "runs" / f"{variant}-s{seed}"), progress=False,
-        policy={**tiny_policy, "model": model}, ppo=ppo,
+        policy={"model": model}, ppo=ppo,  # a warm-start folder is the tiny model's kind
     )  # fmt: skip
     trainer = Trainer(config)
     train_vec = flexmg.make_vec(args.env, num_envs=args.episodes_per_update, split="train")
@@ -210,7 +198,7 @@ def aggregate(runs: Sequence[dict[str, Any]], part: str, key: str) -> list[dict[
     >>> row["update"], round(row["mean"], 3), row["n"]
     (0, 0.3, 2)
     """
-    from flexmg.baselines.stats import mean_ci
+    from flexmg.metrics import mean_ci
 
     by_update: dict[int, list[float]] = {}
     for run in runs:
@@ -270,7 +258,7 @@ def plot(summary: dict[str, Any], path: Path, title: str) -> None:
 
 def table(summary: dict[str, Any]) -> str:
     """Start and end of every figure per variant (mean ± 95% half-width over seeds)."""
-    from flexmg.baselines.stats import format_mean_ci
+    from flexmg.metrics import format_mean_ci
 
     def cell(row: dict[str, Any]) -> str:
         half = None if row["ci95"][1] is None else row["ci95"][1] - row["mean"]

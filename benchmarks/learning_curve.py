@@ -35,22 +35,30 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from flexmg.io import atomic_write_text
 
-#: Preset name -> (env, flags passed to ``flexmg train`` before the user's own).
-PRESETS: dict[str, tuple[str, list[str]]] = {
-    "default": ("math-2agent", []),
-    "multi-round": ("math-2agent", ["--horizon", "2"]),
-    "code": ("code-2agent", []),
+#: Preset name -> (env, its kwargs) of the runs (the user's own ``flexmg train`` flags follow).
+PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
+    "default": ("math-2agent", {}),
+    "multi-round": ("math-2agent", {"horizon": 2}),
+    "code": ("code-2agent", {}),
 }
 
 
-def run_seed(seed: int, algo: str, env: str, out: Path, extra: list[str]) -> dict:
+def run_seed(
+    seed: int, algo: str, env: str, out: Path, extra: list[str],
+    env_kwargs: dict[str, Any] | None = None,
+) -> dict:  # fmt: skip
     """Train one seed in a subprocess and return its summary.json (plus the wall time)."""
+    from flexmg.agents.config import TrainConfig
+    from flexmg.settings import to_argv
+
     run_dir = out / f"{env}-{algo}-seed{seed}"
-    cmd = [sys.executable, "-m", "flexmg.cli", "train", "--algo", algo, "--env", env,
-           "--seed", str(seed), "--run-dir", str(run_dir), "--no-progress", *extra]  # fmt: skip
+    config = TrainConfig(algo=algo, env=env, seed=seed, run_dir=str(run_dir), progress=False,
+                         env_kwargs=dict(env_kwargs or {}))  # fmt: skip
+    cmd = [sys.executable, "-m", "flexmg.cli", "train", *to_argv(config), *extra]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
@@ -118,20 +126,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--algo", default="marft")
     parser.add_argument("--env", default=None, help="env id (default: the preset's)")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="default",
-                        help="default: one round; multi-round: --horizon 2 (feedback)")  # fmt: skip
+                        help="default: one round; multi-round: horizon 2 (feedback)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="folder for the run folders")
     parser.add_argument("extra", nargs="*", help="flags passed to `flexmg train` (after --)")
     args = parser.parse_args(argv)
-    preset_env, preset_flags = PRESETS[args.preset]
+    preset_env, preset_kwargs = PRESETS[args.preset]
     args.env = args.env or preset_env
-    args.extra = [*preset_flags, *args.extra]
     out = args.out or Path(tempfile.mkdtemp(prefix="flexmg-learning-curve-"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"{'seed':>4} {'success':>13} {'correct':>13} {'format':>13} {'reward':>13} "
           f"{'rounds':>11} {'prompts':>7} {'gain':>7} {'wall_s':>7}  run")  # fmt: skip
     rows = []
     for seed in args.seeds:
-        s = run_seed(seed, args.algo, args.env, out, args.extra)
+        s = run_seed(seed, args.algo, args.env, out, args.extra, preset_kwargs)
         gain = s["eval_end"] - s["eval_start"]
         keys = ("eval_start", "eval_end", "correct_start", "correct_end", "format_start",
                 "format_end", "reward_start", "reward_end", "mean_rounds_start",

@@ -63,26 +63,28 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-WARMSTART = Path(__file__).resolve().parent.parent / "agents" / "assets" / "tiny" / "warmstart.json"
-ENVS = ["math-2agent", "math-3agent", "math-4agent", "code-2agent", "code-3agent", "code-4agent"]
-SEEDS = [0, 1, 2, 3, 4]
-# team variant -> (algorithm, extra `flexmg train` flags)
-TEAM_VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "marft": ("marft", ()),
-    "marft-shared": ("marft", ("--share-parameters",)),
-    "ippo": ("ippo", ()),
-}
-SINGLE = "single"  # one run per team size: entry and folder name single-b<k>
-SINGLE_ALGO = "marft"  # with one role MARFT and IPPO are the same learner
-VARIANTS = [*TEAM_VARIANTS, SINGLE]
-TITLES = {"marft": "MARFT", "marft-shared": "MARFT shared", "ippo": "IPPO", SINGLE: "single agent"}
-OUTCOMES = {"success": "Team success", "correct": "Correctness", "format": "Format"}
-TOKEN_TOLERANCE = 0.10  # a row's mean generated tokens per run: max/min - 1 at most this
+from paper_small_plan import (  # noqa: F401 - the grid's names, as the tests read them
+    ENVS,
+    SEEDS,
+    SINGLE,
+    TEAM_VARIANTS,
+    VARIANTS,
+    Job,
+    make_job,
+    plan_jobs,
+    planned_actions,
+    single_env,
+    team_size,
+)
+from paper_small_report import (  # noqa: F401 - the report's names, as the tests read them
+    budget_check,
+    build_report,
+    measured_budget,
+    write_outputs,
+)
 
 # Measured CPU seconds (see the module docstring), one core per run.
 SECONDS_PER_EPISODE = {
@@ -93,75 +95,6 @@ SECONDS_PER_ACTION_ELSEWHERE = 0.1  # an env not measured: a rough figure per ag
 EVAL_FACTOR = 0.3  # a greedy held-out episode costs this share of a training episode
 RUN_START_SECONDS = 10.0  # interpreter, model, first-update warm-up, checkpoints, plot
 CELL_START_SECONDS = 2.0  # leaderboard: load a run's checkpoint, build the envs
-
-
-def team_size(env: str) -> int:
-    """The agents of an env id ``<family>-<k>agent``.
-
-    >>> team_size("code-3agent")
-    3
-    """
-    count = env.rsplit("-", 1)[-1].removesuffix("agent")
-    if not count.isdigit() or not env.endswith("agent"):
-        raise ValueError(f"{env!r} is not a <family>-<k>agent env id")
-    return int(count)
-
-
-def single_env(env: str) -> str:
-    """The 1-agent env of an env's family: ``math-3agent`` -> ``math-1agent``.
-
-    >>> single_env("code-4agent")
-    'code-1agent'
-    """
-    return env.rsplit("-", 1)[0] + "-1agent"
-
-
-@dataclass(frozen=True)
-class Job:
-    """One training run; ``row`` is the team env it is compared in (``env`` for a team)."""
-
-    variant: str
-    row: str
-    env: str
-    seed: int
-    episodes_per_update: int
-    run_dir: Path
-    algo: str
-    flags: tuple[str, ...] = ()
-
-    @property
-    def column(self) -> str:
-        """The table column: the variant, or ``single`` for every single-agent run."""
-        return SINGLE if self.variant.startswith(SINGLE) else self.variant
-
-    @property
-    def label(self) -> str:
-        return f"{self.env} {self.variant} seed {self.seed}"
-
-
-def make_job(args: argparse.Namespace, variant: str, row: str, seed: int) -> Job:
-    """The run of ``variant`` for a row: the team as it is, the single agent at its budget."""
-    runs = args.out / "runs"
-    if variant != SINGLE:
-        algo, flags = TEAM_VARIANTS[variant]
-        run_dir = runs / f"{row}-{variant}-s{seed}"
-        return Job(variant, row, row, seed, args.episodes_per_update, run_dir, algo, flags)
-    k, env = team_size(row), single_env(row)
-    name = f"{SINGLE}-b{k}"
-    run_dir = runs / f"{env}-{name}-s{seed}"
-    return Job(name, row, env, seed, k * args.episodes_per_update, run_dir, SINGLE_ALGO)
-
-
-def plan_jobs(args: argparse.Namespace) -> list[Job]:
-    """Every run of the grid: variant x env x seed (the single agent per team size)."""
-    return [
-        make_job(args, v, row, s) for v in args.variants for row in args.envs for s in args.seeds
-    ]
-
-
-def planned_actions(job: Job, updates: int) -> int:
-    """The actions a run samples: updates x episodes per update x agents per episode."""
-    return updates * job.episodes_per_update * team_size(job.env)
 
 
 def run_state(run_dir: Path, budget: int) -> str:
@@ -192,27 +125,34 @@ def check_run_matches(job: Job) -> str | None:
     want["episodes_per_update"] = job.episodes_per_update
     diff = {k: (train.get(k), v) for k, v in want.items() if train.get(k) != v}
     shared = config.get("policy_config", {}).get("share_parameters")
-    if shared is not None and bool(shared) != ("--share-parameters" in job.flags):
+    if shared is not None and bool(shared) != bool(dict(job.policy).get("share_parameters")):
         diff["share_parameters"] = (shared, not shared)
     if diff:
         return f"{job.run_dir} was trained with other settings (saved, wanted): {diff}"
     return None
 
 
+def train_config(job: Job, args: argparse.Namespace) -> Any:
+    """The :class:`~flexmg.agents.config.TrainConfig` of a job."""
+    from flexmg.agents.config import PolicyConfig, TrainConfig
+
+    policy = PolicyConfig(**dict(job.policy), **({"device": args.device} if args.device else {}))
+    return TrainConfig(
+        env=job.env, algo=job.algo, seed=job.seed, updates=args.budget,
+        episodes_per_update=job.episodes_per_update, eval_every=args.budget,
+        eval_episodes=args.train_eval_episodes, run_dir=str(job.run_dir), progress=False,
+        policy=policy,
+    )  # fmt: skip
+
+
 def train_command(job: Job, args: argparse.Namespace) -> list[str]:
     """The ``flexmg train`` command of a job (resume when it has a checkpoint)."""
+    from flexmg.settings import to_argv
+
     base = [sys.executable, "-m", "flexmg.cli", "train"]
     if run_state(job.run_dir, args.budget) == "partial":
         return [*base, "--resume", str(job.run_dir), "--updates", str(args.budget), "--no-progress"]
-    cmd = [
-        *base, "--algo", job.algo, "--env", job.env, "--seed", str(job.seed),
-        "--updates", str(args.budget), "--episodes-per-update", str(job.episodes_per_update),
-        "--eval-every", str(args.budget), "--eval-episodes", str(args.train_eval_episodes),
-        "--run-dir", str(job.run_dir), "--no-progress", *job.flags,
-    ]  # fmt: skip
-    if args.device:
-        cmd += ["--device", args.device]
-    return cmd + list(args.train_flags)
+    return [*base, *to_argv(train_config(job, args)), *args.train_flags]
 
 
 def clear_unstarted(run_dir: Path) -> bool:
@@ -301,7 +241,7 @@ def projected_minutes(
 
 
 # ------------------------------------------------------------------------ leaderboard
-def leaderboard_config(args: argparse.Namespace, jobs: Sequence[Job]) -> dict[str, Any]:
+def leaderboard_config(args: argparse.Namespace, jobs: Sequence[Job]) -> Any:
     """The leaderboard of step 2: every variant's runs (``run:`` entries) plus the bounds."""
     envs_of: dict[str, list[str]] = {}
     for job in jobs:
@@ -313,307 +253,18 @@ def leaderboard_config(args: argparse.Namespace, jobs: Sequence[Job]) -> dict[st
         {"agent": f"run:{runs}/{{env}}-{variant}-s{{seed}}", "name": variant, "envs": envs}
         for variant, envs in envs_of.items()
     ]
-    return {
-        "entries": entries + [f"scripted:{b}" for b in args.bounds],
-        "envs": list(dict.fromkeys(j.env for j in jobs)),
-        "seeds": list(args.seeds),
-        "episodes": args.eval_episodes,
-        "num_envs": args.num_envs,
-        "vectorization": args.vectorization,
-        "out": str(args.out / "leaderboard"),
-        "progress": not args.no_progress,
-    }
+    from flexmg.baselines.leaderboard import LeaderboardConfig
 
-
-# ------------------------------------------------------------------------ statistics
-def measured_budget(run_dir: Path) -> dict[str, int] | None:
-    """A run's training updates, episodes, actions and generated tokens (``metrics.jsonl``).
-
-    ``None`` when the run has no such records (not trained, or trained before the
-    trainer counted actions and tokens).
-    """
-    path = run_dir / "metrics.jsonl"
-    if not path.is_file():
-        return None
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    train = [r for r in records if r.get("kind") == "train"]
-    if not train or any("actions" not in r or "generated_tokens" not in r for r in train):
-        return None
-    total = {k: sum(int(r[k]) for r in train) for k in ("episodes", "actions", "generated_tokens")}
-    return {"updates": len(train), **total}
-
-
-def episodes_by_seed(results: Mapping[str, Any], entry: str, env: str) -> dict[int, list]:
-    """The leaderboard's episode records of one entry on one env, per seed."""
-    return {
-        int(cell["seed"]): list(cell.get("episodes") or [])
-        for cell in results.get("cells", {}).values()
-        if cell.get("current", True) and cell.get("entry") == entry and cell.get("env") == env
-    }
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
-
-
-def outcome_stats(episodes: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
-    """Success, correctness and format of one column of one row, from its seeds' episodes.
-
-    Each outcome's ``mean`` is the mean over seeds of that seed's episode mean, its
-    ``ci`` the two-level bootstrap interval (seeds, then prompts with their episodes);
-    ``prompts`` counts the distinct prompts over all seeds.
-    """
-    from flexmg.metrics import bootstrap_ci_over_seeds, episode_mean, prompt_key, team_outcome
-
-    seeds = sorted(episodes)
-    keyed = [[(prompt_key(e["metrics"], i), e["metrics"]) for i, e in enumerate(episodes[s])]
-             for s in seeds]  # fmt: skip
-    out: dict[str, Any] = {
-        "seeds": seeds,
-        "episodes": sum(len(eps) for eps in keyed),
-        "prompts": len({p for eps in keyed for p, _ in eps}),
-    }
-    for outcome in OUTCOMES:
-        groups: list[dict[str, list[float]]] = []
-        for eps in keyed:
-            values: dict[str, list[float]] = {}
-            for prompt, metrics in eps:
-                values.setdefault(prompt, []).append(team_outcome(metrics)[outcome])
-            groups.append(values)
-        means = [m for g in groups if (m := episode_mean(g)) is not None]
-        ci = bootstrap_ci_over_seeds(groups)
-        out[outcome] = {"mean": _mean(means) if means else None, "ci": list(ci) if ci else None}
-    return out
-
-
-def budget_check(columns: Mapping[str, Mapping[str, Any]], planned: int) -> dict[str, Any]:
-    """Are a row's budgets equal? Actions as planned in every run, tokens within tolerance.
-
-    >>> budget_check({"a": {"actions": [8, 8], "tokens_mean": 100.0},
-    ...               "b": {"actions": [8], "tokens_mean": 105.0}}, planned=8)["equal"]
-    True
-    """
-    actions = [a for c in columns.values() for a in c["actions"]]
-    tokens = [c["tokens_mean"] for c in columns.values() if c["tokens_mean"]]
-    spread = max(tokens) / min(tokens) - 1 if tokens else None
-    actions_ok = bool(actions) and all(a == planned for a in actions)
-    tokens_ok = spread is not None and spread <= TOKEN_TOLERANCE
-    return {
-        "planned_actions": planned,
-        "actions_as_planned": actions_ok,
-        "token_spread": spread,
-        "equal": actions_ok and tokens_ok,
-    }
-
-
-def row_report(
-    row: str, jobs: Sequence[Job], results: Mapping[str, Any], args: argparse.Namespace
-) -> dict[str, Any]:
-    """One row of the tables: every column's outcomes and measured budget, and the check."""
-    columns: dict[str, Any] = {}
-    for column in VARIANTS:
-        runs = [j for j in jobs if j.row == row and j.column == column]
-        if not runs:
-            continue
-        budgets = [b for j in runs if (b := measured_budget(j.run_dir)) is not None]
-        tokens = [b["generated_tokens"] for b in budgets]
-        columns[column] = {
-            "entry": runs[0].variant,
-            "env": runs[0].env,
-            "runs": len(runs),
-            **outcome_stats(episodes_by_seed(results, runs[0].variant, runs[0].env)),
-            "actions": [b["actions"] for b in budgets],
-            "tokens": tokens,
-            "tokens_mean": _mean(tokens) if tokens else None,
-        }
-    planned = args.budget * args.episodes_per_update * team_size(row)
-    budget = budget_check(columns, planned)
-    return {"env": row, "agents": team_size(row), "columns": columns, "budget": budget}
-
-
-# ------------------------------------------------------------------------ report
-def model_note(jobs: Sequence[Job]) -> dict[str, Any]:
-    """The model the runs trained (from a run's config) and the tiny model's weights sha."""
-    model = "tiny"
-    for job in jobs:
-        path = job.run_dir / "config.json"
-        if path.is_file():
-            model = str(json.loads(path.read_text()).get("policy_config", {}).get("model", model))
-            break
-    sha = None
-    if model == "tiny" and WARMSTART.is_file():
-        sha = json.loads(WARMSTART.read_text()).get("weights_sha256")
-    return {"model": model, "weights_sha256": sha}
-
-
-def format_outcome(column: Mapping[str, Any] | None, outcome: str, seeds: int) -> str:
-    """``0.420 [0.310, 0.530]`` (``*``: not every seed evaluated; ``n/a``: none).
-
-    >>> format_outcome({"seeds": [0], "success": {"mean": 0.5, "ci": [0.25, 0.75]}}, "success", 2)
-    '0.500 [0.250, 0.750]*'
-    """
-    if not column or column[outcome]["mean"] is None:
-        return "n/a"
-    value, ci = column[outcome], column[outcome]["ci"]
-    text = f"{value['mean']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-    return text + ("*" if len(column["seeds"]) < seeds else "")
-
-
-def shown_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    return [c for c in VARIANTS if any(c in r["columns"] for r in rows)]
-
-
-def outcome_table(rows: Sequence[Mapping[str, Any]], outcome: str, seeds: int) -> list[str]:
-    """A Markdown table of one outcome: a row per env, a column per variant."""
-    columns = shown_columns(rows)
-    lines = [
-        "| env | prompts | " + " | ".join(TITLES[c] for c in columns) + " |",
-        "|---|---|" + "---|" * len(columns),
-    ]
-    for r in rows:
-        prompts = sorted({r["columns"][c]["prompts"] for c in columns if c in r["columns"]})
-        cells = [format_outcome(r["columns"].get(c), outcome, seeds) for c in columns]
-        lines.append(f"| {r['env']} | {'/'.join(map(str, prompts))} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def budget_cell(column: Mapping[str, Any] | None) -> str:
-    """``actions / tokens`` of a column's runs (distinct action counts, mean tokens).
-
-    >>> budget_cell({"actions": [64, 64], "tokens_mean": 655.5})
-    '64 / 656'
-    """
-    if not column or not column["actions"]:
-        return "n/a"
-    actions = "/".join(map(str, sorted(set(column["actions"]))))
-    return f"{actions} / {column['tokens_mean']:.0f}"
-
-
-def budget_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """A Markdown table of the measured budgets: actions and mean generated tokens per run."""
-    columns = shown_columns(rows)
-    lines = [
-        "| env | planned actions | " + " | ".join(TITLES[c] for c in columns)
-        + " | token spread | equal |",
-        "|---|---|" + "---|" * len(columns) + "---|---|",
-    ]  # fmt: skip
-    for r in rows:
-        b = r["budget"]
-        spread = "n/a" if b["token_spread"] is None else f"{100 * b['token_spread']:.1f}%"
-        cells = [budget_cell(r["columns"].get(c)) for c in columns]
-        cells += [spread, "yes" if b["equal"] else "NO"]
-        lines.append(f"| {r['env']} | {b['planned_actions']} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def report_markdown(report: Mapping[str, Any]) -> str:
-    """``paper_small.md``: what was run, how it was measured, the tables."""
-    s, model = report["settings"], report["model"]
-    sha = model["weights_sha256"]
-    lines = [
-        "# MARFT, MARFT shared, IPPO and a single agent at equal budget (small scale)",
-        "",
-        f"Date: {report['date']}. Model: `{model['model']}`"
-        + (f" (warm start weights_sha256 `{sha}`)." if sha else "."),
-        "",
-        f"Reproduce: `{report['command']}`",
-        "",
-        f"Budget per run: {s['budget']} PPO updates. A k-agent team plays "
-        f"{s['episodes_per_update']} episodes per update (k actions each); the single agent "
-        f"of the k-agent row plays k x {s['episodes_per_update']} one-action episodes per "
-        "update on the family's 1-agent env: the same actions. Generated tokens are measured: "
-        "a row is `equal` when every run sampled the planned actions and the columns' mean "
-        f"tokens per run differ by at most {100 * s['token_tolerance']:.0f}% (max/min - 1).",
-        "",
-        f"Evaluation: {s['eval_episodes']} held-out episodes per run (eval split, greedy) for "
-        f"training seeds {s['seeds']}; `prompts`: distinct held-out prompts over all seeds. "
-        "Mean over seeds of each seed's episode mean, [95% CI]: two-level bootstrap (seeds "
-        "resampled, then prompts within each seed, each with all its episodes). "
-        "Correctness and format are the graded role's answer. `*`: not every seed "
-        "evaluated; `n/a`: not run.",
-        "",
-    ]
-    for outcome, title in OUTCOMES.items():
-        lines += [f"## {title}", "", *outcome_table(report["rows"], outcome, len(s["seeds"])), ""]
-    lines += ["## Budget per run (measured: actions / mean generated tokens)", ""]
-    lines += [*budget_table(report["rows"]), ""]
-    if s["bounds"]:
-        lines += [f"Scripted bounds ({', '.join(s['bounds'])}): `leaderboard/leaderboard.md`.", ""]
-    failed = [t for t in report["training"] if t["status"].startswith("FAILED")]
-    if failed:
-        lines += ["Training failures:", "", *(f"- {t['job']}: {t['status']}" for t in failed), ""]
-    return "\n".join(lines)
-
-
-def write_chart(report: Mapping[str, Any], path: Path) -> None:
-    """``paper_small.png``: team success per env and column, the 95% CI as error bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from flexmg.io import atomic_write_via
-
-    rows = report["rows"]
-    columns = shown_columns(rows)
-    width = 0.8 / max(1, len(columns))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(rows)), 4))
-    for i, column in enumerate(columns):
-        xs, ys, low, high = [], [], [], []
-        for x, r in enumerate(rows):
-            value = (r["columns"].get(column) or {}).get("success") or {}
-            if value.get("mean") is None:
-                continue
-            lo, hi = value["ci"] or (value["mean"], value["mean"])
-            xs.append(x + (i - (len(columns) - 1) / 2) * width)
-            ys.append(value["mean"])
-            low.append(value["mean"] - lo)
-            high.append(hi - value["mean"])
-        ax.bar(xs, ys, width, yerr=[low, high], capsize=3, label=TITLES[column])
-    ax.set_xticks(range(len(rows)), [r["env"] for r in rows])
-    ax.set_ylabel("held-out team success")
-    ax.set_ylim(0, 1.02)
-    ax.set_title("equal budget; 95% CI over seeds and prompts")
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    try:
-        atomic_write_via(path, lambda fh: fig.savefig(fh, format="png", dpi=100))
-    finally:
-        plt.close(fig)
-
-
-def build_report(
-    args: argparse.Namespace,
-    jobs: Sequence[Job],
-    results: Mapping[str, Any],
-    training: Sequence[Mapping[str, Any]],
-) -> dict[str, Any]:
-    """Everything ``paper_small.{md,json,png}`` show."""
-    argv = args.command if args.command is not None else shlex.join(sys.argv[1:])
-    settings = {
-        k: getattr(args, k)
-        for k in ("budget", "episodes_per_update", "seeds", "envs", "variants", "eval_episodes",
-                  "train_eval_episodes", "bounds")
-    }  # fmt: skip
-    return {
-        "command": f"python benchmarks/paper_small.py {argv}".strip(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "model": model_note(jobs),
-        "settings": {**settings, "token_tolerance": TOKEN_TOLERANCE},
-        "rows": [row_report(row, jobs, results, args) for row in args.envs],
-        "training": list(training),
-    }
-
-
-def write_outputs(report: Mapping[str, Any], out: Path) -> list[Path]:
-    """``OUT/paper_small.{md,json,png}`` (atomic writes)."""
-    from flexmg.io import atomic_write_json, atomic_write_text
-
-    paths = [out / "paper_small.md", out / "paper_small.json", out / "paper_small.png"]
-    atomic_write_text(paths[0], report_markdown(report))
-    atomic_write_json(paths[1], report, indent=2)
-    write_chart(report, paths[2])
-    return paths
+    return LeaderboardConfig(
+        entries=entries + [f"scripted:{b}" for b in args.bounds],
+        envs=list(dict.fromkeys(j.env for j in jobs)),
+        seeds=list(args.seeds),
+        episodes=args.eval_episodes,
+        num_envs=args.num_envs,
+        vectorization=args.vectorization,
+        out=str(args.out / "leaderboard"),
+        progress=not args.no_progress,
+    )
 
 
 # ------------------------------------------------------------------------ main
@@ -671,10 +322,10 @@ def evaluate_and_report(
     args: argparse.Namespace, jobs: Sequence[Job], training: Sequence[Mapping[str, Any]]
 ) -> list[Path]:
     """Step 2 (the leaderboard) and step 3 (the report)."""
-    from flexmg.baselines.leaderboard import LeaderboardConfig, run_leaderboard
+    from flexmg.baselines.leaderboard import run_leaderboard
     from flexmg.io import atomic_write_json
 
-    config = LeaderboardConfig.from_dict(leaderboard_config(args, jobs))
+    config = leaderboard_config(args, jobs)
     atomic_write_json(args.out / "leaderboard.json", config.to_dict(), indent=2)
     results = run_leaderboard(config, echo=False)
     if results.get("skipped"):
@@ -702,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         for job in jobs:
             state = run_state(job.run_dir, args.budget)
             print(f"[{state:7s}] {shlex.join(train_command(job, args))}")
-        print(json.dumps(leaderboard_config(args, jobs), indent=2, default=str))
+        print(json.dumps(leaderboard_config(args, jobs).to_dict(), indent=2, default=str))
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     training = train_all(args, todo) if todo else []

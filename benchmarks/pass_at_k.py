@@ -1,9 +1,11 @@
 """Held-out greedy success/format/correctness and pass@k of a team, with 95% CIs over prompts.
 
 Plays ``--prompts`` distinct eval-split prompts of a registered env (real grader,
-real sandbox): one greedy episode and ``--k`` sampled episodes each. The team
-is the warm-started tiny model at step 0 (default), another base checkpoint
-(``--model PATH``), or a training run's newest checkpoint (``--run RUN_DIR``).
+real sandbox): one greedy episode and ``--k`` sampled episodes each, through the
+library's one evaluation path (:func:`flexmg.evaluation.measure_pass_at_k`) and
+the learner's own decoder. The team is a model at step 0 (``--model``: the
+warm-started tiny model by default, a zoo name, a Hugging Face id or a folder;
+every role plays it) or a training run's newest checkpoint (``--run RUN_DIR``).
 
 Usage::
 
@@ -25,68 +27,74 @@ from typing import Any
 from flexmg.io import atomic_write_json
 
 
-def run_actor(run_dir: Path, seed: int) -> tuple[Any, dict[str, Any]]:
-    """An actor from a training run's newest checkpoint (``TeamPolicy.act``) and its env kwargs."""
-    import torch
+def run_teams(run_dir: Path) -> tuple[Any, Any, dict[str, Any]]:
+    """A run's newest checkpoint as a greedy and a sampling team, and what it was trained on."""
+    from flexmg.agents.checkpoint import restore_policy
+    from flexmg.agents.llm_agent import LLMAgent
 
-    from flexmg.agents.checkpoint import latest_checkpoint, load_checkpoint
-    from flexmg.agents.config import RunConfig
-    from flexmg.agents.policy import TeamPolicy
+    restored = restore_policy(run_dir)
+    info = {"env": restored.config.train.env, "env_kwargs": dict(restored.config.train.env_kwargs),
+            "checkpoint": str(restored.checkpoint)}  # fmt: skip
+    greedy = LLMAgent(restored.policy, greedy=True)
+    return greedy, LLMAgent(restored.policy, greedy=False), info
 
-    cfg = RunConfig.read(run_dir)
-    ckpt = latest_checkpoint(run_dir / "checkpoints")
-    if ckpt is None:
-        raise SystemExit(f"pass_at_k: no checkpoint in {run_dir / 'checkpoints'}")
-    policy = TeamPolicy(cfg.roles, cfg.policy_config)
-    policy.load_trainable_state(load_checkpoint(ckpt)["policy"])
-    policy.eval()
-    torch.manual_seed(seed)
 
-    def act(role: str, observations: Any, greedy: bool) -> list[str]:
-        return list(policy.act(role, list(observations), greedy=greedy).texts)
+def model_teams(name: str, env_id: str, max_new_tokens: int | None, seed: int) -> tuple[Any, Any]:
+    """A model as a greedy and a sampling team (every role), with the env's token budget."""
+    from flexmg.family import family_of, token_budget
+    from flexmg.models.actor import ModelActor
+    from flexmg.models.zoo import model_kind
 
-    return act, {"env": cfg.train.env, "env_kwargs": dict(cfg.train.env_kwargs),
-                 "checkpoint": str(ckpt)}  # fmt: skip
+    budget = max_new_tokens or token_budget(family_of(env_id), model_kind(name))
+    greedy = ModelActor.load(name, max_new_tokens=budget, greedy=True)
+    model, tokenizer = greedy.decoder.model, greedy.decoder.tokenizer
+    sampled = ModelActor(model, tokenizer, budget, prompt_style=greedy.decoder.prompts.style,
+                         seed=seed)  # fmt: skip
+    return greedy, sampled
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default=None, help="env id (default math-2agent or the run's)")
-    parser.add_argument("--model", default="tiny", help="'tiny' or a checkpoint folder")
+    parser.add_argument("--model", default="tiny", help="tiny, a zoo name, a HF id or a folder")
     parser.add_argument("--run", type=Path, default=None, help="a training run folder")
     parser.add_argument("--tasks", default=None, help="the env's tasks= as JSON (default: env's)")
     parser.add_argument("--prompts", type=int, default=300, help="distinct eval prompts")
     parser.add_argument("--k", type=int, default=8, help="samples per prompt (0: greedy only)")
-    parser.add_argument("--max-new-tokens", type=int, default=16)
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=None,
+        help="tokens per action (default: the env family's for the model)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)
 
     import torch
 
-    from flexmg.agents.pass_at_k import ModelActor, measure
+    from flexmg.evaluation import measure_pass_at_k
 
     torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
     env_kwargs: dict[str, Any] = {}
     info: dict[str, Any] = {}
     if args.run is not None:
-        actor, info = run_actor(args.run, args.seed)
+        greedy, sampled, info = run_teams(args.run)
         env_kwargs = dict(info.pop("env_kwargs"))
         env_id = args.env or info["env"]
         info["run"] = str(args.run)
     else:
-        from flexmg.agents.tiny_model import load_tiny
-
-        model, tok = load_tiny(None if args.model == "tiny" else args.model)
-        actor = ModelActor(model, tok, max_new_tokens=args.max_new_tokens, seed=args.seed)
         env_id = args.env or "math-2agent"
+        greedy, sampled = model_teams(args.model, env_id, args.max_new_tokens, args.seed)
         info["model"] = args.model
     if args.tasks is not None:
         env_kwargs["tasks"] = json.loads(args.tasks)
     t0 = time.monotonic()
-    result = measure(
+    result = measure_pass_at_k(
+        greedy,
+        sampled,
         env_id,
-        actor,
         prompts=args.prompts,
         k=args.k,
         seed=args.seed,
@@ -97,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{env_id}: {result['prompts']} distinct held-out prompts, k={args.k}")
     for key, value in result.items():
         if isinstance(value, dict) and "mean" in value:
-            lo, hi = value["ci95"]
-            print(f"  {key:>22}: {value['mean']:.3f}  (95% CI {lo:.3f}-{hi:.3f})")
+            ci = value["ci95"]
+            interval = f"  (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
+            print(f"  {key:>22}: {value['mean']:.3f}{interval}")
     if args.output is not None:
         atomic_write_json(args.output, result, indent=2)
     return 0

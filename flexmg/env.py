@@ -33,7 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
@@ -43,6 +43,9 @@ from pettingzoo import AECEnv
 from flexmg.graph import DependencyGraph
 from flexmg.spaces import UnicodeText
 from flexmg.tasks import Task, stable_hash
+
+if TYPE_CHECKING:
+    from flexmg.family import Family
 
 GraphFn = Callable[[int, Sequence["TurnRecord"]], DependencyGraph]
 
@@ -151,6 +154,10 @@ class FlexMGEnv(AECEnv):
             beyond the limit keeps its most recent part.
         render_mode: ``None``, ``"human"`` (print turns) or ``"ansi"``.
         name: the env's name (``metadata["name"]``).
+
+    Attributes:
+        family: what the env's family declares about itself
+            (:class:`flexmg.family.Family`), or None.
     """
 
     metadata: dict[str, Any] = {
@@ -158,6 +165,7 @@ class FlexMGEnv(AECEnv):
         "render_modes": ["human", "ansi"],
         "is_parallelizable": True,
     }
+    family: Family | None = None
 
     def __init__(
         self,
@@ -222,7 +230,7 @@ class FlexMGEnv(AECEnv):
         self._np_random: np.random.Generator | None = None
         self._np_random_seed: int | None = None
         self._has_reset = False
-        self.agents = []
+        self.agents: list[str] = []
         self.transcript: list[TurnRecord] = []
         self.task: Task | None = None
         self.episode_metrics: dict[str, Any] = {}
@@ -238,7 +246,14 @@ class FlexMGEnv(AECEnv):
 
     def task_text(self, agent: str) -> str:
         """What ``agent`` sees of the task (default: the prompt; subclasses may hide it)."""
-        return self.task.prompt
+        return self.current_task.prompt
+
+    @property
+    def current_task(self) -> Task:
+        """The episode's task (``RuntimeError`` before the first ``reset``)."""
+        if self.task is None:
+            raise RuntimeError("no task yet: call env.reset() first")
+        return self.task
 
     def annotate(self, task: Task, transcript: Sequence[TurnRecord]) -> str | None:
         """Optional text the env attaches to the turn just taken (``transcript[-1]``),
@@ -332,7 +347,7 @@ class FlexMGEnv(AECEnv):
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
-        self.infos = {a: {} for a in self.agents}
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self._skip_agent_selection = None
         self.transcript = []
         self.episode_metrics = {}
@@ -449,7 +464,7 @@ class FlexMGEnv(AECEnv):
             action=action,
         )
         self.transcript.append(record)
-        note = self.annotate(self.task, tuple(self.transcript))
+        note = self.annotate(self.current_task, tuple(self.transcript))
         if note:
             self._annotations[agent] = str(note)
             record.info["annotation"] = str(note)
@@ -464,7 +479,7 @@ class FlexMGEnv(AECEnv):
         self._accumulate_rewards()
 
     def _finish_round(self) -> None:
-        judgement = self.judge(self.task, tuple(self.transcript), self._round)
+        judgement = self.judge(self.current_task, tuple(self.transcript), self._round)
         if not isinstance(judgement, Judgement):
             raise TypeError(
                 f"judge() must return a flexmg.Judgement, got {type(judgement).__name__}"
@@ -515,8 +530,8 @@ class FlexMGEnv(AECEnv):
             role_metrics.update(judgement.role_info.get(a, {}))
             per_role[a] = role_metrics
         self.episode_metrics = {
-            "task_id": self.task.id,
-            "prompt_id": prompt_id(self.task.prompt),
+            "task_id": self.current_task.id,
+            "prompt_id": prompt_id(self.current_task.prompt),
             "success": bool(solved),
             "score": self._score,
             "team_reward": self._score,
@@ -542,7 +557,7 @@ class FlexMGEnv(AECEnv):
             return None
         if not self._has_reset:
             return ""
-        lines = [f"Task {self.task.id}: {self.task.prompt}"]
+        lines = [f"Task {self.current_task.id}: {self.current_task.prompt}"]
         for r in self.transcript:
             lines.append(f"[round {r.round + 1}] {r.role} (reward {r.reward:+.3f}): {r.action}")
         text = "\n".join(lines)

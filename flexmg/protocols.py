@@ -1,10 +1,13 @@
-"""Protocols at the seams: what a vector env, a credit function and a team policy provide.
+"""Protocols at the seams: what an actor, a vector env, a credit function and a policy provide.
 
-The learner (``flexmg.agents``), the leaderboard (``flexmg.baselines``) and
-user code meet at three seams. Each is a :class:`typing.Protocol`, so any
-object with the right methods fits (no base class to inherit), and a type
-checker verifies it statically. The module imports neither torch nor numpy.
+The episode driver (``flexmg.episodes``), the learner (``flexmg.agents``), the
+leaderboard (``flexmg.baselines``) and user code meet at four seams. Each is a
+:class:`typing.Protocol`, so any object with the right methods fits (no base
+class to inherit), and a type checker verifies it statically. The module
+imports neither torch nor numpy.
 
+* :class:`Actor`: what plays a role (scripted agents, LLM agents, your own):
+  one action per observation of a batch.
 * :class:`VectorEnv`: ``flexmg.make_vec`` envs (sync, async, ray) as the
   episode driver steps them: one role at a time across a batch of envs.
 * :class:`CreditFn`: an algorithm's credit assignment, episode samples to
@@ -27,10 +30,34 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Chain", "CreditFn", "Policy", "VectorEnv"]
+__all__ = ["Actor", "Chain", "CreditFn", "Observation", "Policy", "VectorEnv"]
 
 Chain = tuple[list[int], list[float]]
 """One chain of an episode: indices into its samples, in order, and the reward of each."""
+
+Observation = dict[str, Any]
+"""An env observation: ``task``, ``role``, ``instructions``, ``round``, ``context``, ``feedback``."""
+
+
+@runtime_checkable
+class Actor(Protocol):
+    """What plays a role: ``act(observations) -> actions``, one ``str`` per observation, in order.
+
+    Each observation names its ``role``; a batch may hold several roles (an actor
+    that plays a whole team groups them). ``flexmg.actors.as_agent`` turns a function
+    ``obs -> str`` into an actor.
+
+    Example:
+        >>> class Echo:
+        ...     def act(self, observations):
+        ...         return [o["task"] for o in observations]
+        >>> isinstance(Echo(), Actor), Echo().act([{"task": "hi", "role": "a"}])
+        (True, ['hi'])
+    """
+
+    def act(self, observations: Sequence[Observation]) -> list[str]:
+        """One action (a whole message) per observation."""
+        ...
 
 
 @runtime_checkable

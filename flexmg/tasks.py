@@ -5,6 +5,11 @@ function to write with its hidden tests). A *task source* produces tasks
 deterministically from ``(seed, index)`` so that ``env.reset(seed=s)`` always
 yields the same episode.
 
+Named task sources (procedural generators of the env families) live in one
+registry: :func:`register_task_source` adds a factory under a name and a kind
+(``"math"``, ``"code"``), and a family's ``tasks=`` keyword finds it by name
+(:func:`task_source_factory`).
+
 Example:
     >>> from flexmg.tasks import Task, ListTaskSource
     >>> src = ListTaskSource([Task(id="t0", prompt="1+1?", answer="2")])
@@ -15,7 +20,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -197,3 +202,55 @@ class ListTaskSource:
 
     def __repr__(self) -> str:
         return f"ListTaskSource(name={self.name!r}, split={self.split!r}, n={len(self.tasks)})"
+
+
+# ----------------------------------------------------------------------------- the registry
+TaskSourceFactory = Callable[..., Any]
+"""``factory(split=..., **config)`` -> a :class:`TaskSource` (e.g. a generator class)."""
+
+
+@dataclass(frozen=True)
+class NamedSource:
+    """A registered task source: its name, the kind of tasks it makes, its factory."""
+
+    name: str
+    kind: str
+    factory: TaskSourceFactory
+
+
+TASK_SOURCES: dict[str, NamedSource] = {}
+"""Every named task source, by name (math generators, the procedural code family, ...)."""
+
+
+def register_task_source(name: str, factory: TaskSourceFactory, kind: str) -> None:
+    """Make ``factory`` the task source ``name`` of ``kind`` (a name is taken once).
+
+    >>> register_task_source("arithmetic", lambda **c: None, "math")
+    Traceback (most recent call last):
+    ...
+    ValueError: a task source named 'arithmetic' is already registered (math)
+    """
+    if not name or not isinstance(name, str):
+        raise ValueError(f"a task source needs a non-empty name, got {name!r}")
+    known = TASK_SOURCES.get(name)
+    if known is not None and known.factory is not factory:
+        raise ValueError(f"a task source named {name!r} is already registered ({known.kind})")
+    TASK_SOURCES[name] = NamedSource(name, kind, factory)
+
+
+def task_source_names(kind: str | None = None) -> list[str]:
+    """The names of the registered task sources (of one ``kind``), sorted.
+
+    >>> import flexmg.envs.math
+    >>> task_source_names("math")
+    ['arithmetic', 'chain', 'fractions', 'linear', 'word']
+    """
+    return sorted(n for n, s in TASK_SOURCES.items() if kind is None or s.kind == kind)
+
+
+def task_source_factory(name: str, kind: str) -> TaskSourceFactory:
+    """The factory of the task source ``name`` of ``kind`` (``KeyError`` naming the known ones)."""
+    found = TASK_SOURCES.get(name)
+    if found is None or found.kind != kind:
+        raise KeyError(f"no {kind} task source {name!r}; known: {task_source_names(kind)}")
+    return found.factory

@@ -86,6 +86,11 @@ def _run_episode(env: FlexMGEnv, action_for: Callable[[str, dict], str], seed: i
         env.step(None if term or trunc else action_for(agent, obs))
 
 
+def _sending(action: str) -> Callable[[str, Any], str]:
+    """A player whose every role sends ``action``."""
+    return lambda agent, obs: action
+
+
 def check_hostile_actions(env_fn: Callable[[], FlexMGEnv]) -> list[CheckResult]:
     """Play one episode per hostile action (every role sends it); nothing may crash."""
     results = []
@@ -93,7 +98,7 @@ def check_hostile_actions(env_fn: Callable[[], FlexMGEnv]) -> list[CheckResult]:
     try:
         for name, action in HOSTILE_ACTIONS.items():
             try:
-                _run_episode(env, lambda agent, obs, a=action: a, seed=7)
+                _run_episode(env, _sending(action), seed=7)
                 if not env.episode_metrics:
                     raise AssertionError("the episode did not end with metrics")
                 for rec in env.transcript:
@@ -124,7 +129,8 @@ def check_programmer_errors(env_fn: Callable[[], FlexMGEnv]) -> list[CheckResult
             except expected:
                 results.append(CheckResult(name, True))
         env.reset(seed=0)
-        for bad in (42, None, b"bytes", ["list"]):
+        bad_actions: tuple[Any, ...] = (42, None, b"bytes", ["list"])
+        for bad in bad_actions:
             try:
                 env.step(bad)
                 results.append(CheckResult(f"non-str action {bad!r}", False, "no TypeError"))

@@ -22,7 +22,7 @@ Where runs, evaluations and leaderboards keep them: :func:`run_transcripts_path`
 
 Example:
     >>> import flexmg, tempfile, os
-    >>> from flexmg.agents import rollout
+    >>> from flexmg.episodes import rollout
     >>> team = {"a": lambda o: o["task"][5:], "b": lambda o: "no"}
     >>> episodes = rollout(flexmg.make("echo"), team, episodes=3, seed=0).episodes
     >>> sample = TranscriptSample(limit=2, keep="first")
@@ -279,7 +279,7 @@ def observation_of(record: Mapping[str, Any], index: int) -> dict[str, Any]:
     """The full observation turn ``index`` of ``record`` was shown (the env's six fields).
 
     >>> import flexmg
-    >>> from flexmg.agents import rollout
+    >>> from flexmg.episodes import rollout
     >>> ep = rollout(flexmg.make("echo"), lambda o: "hi", episodes=1).episodes[0]
     >>> observation_of(episode_record(ep, "echo"), 1) == ep.transcript[1].observation
     True

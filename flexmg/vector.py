@@ -140,7 +140,7 @@ class AsyncVectorEnv(VectorEnvBase):
         super().__init__(len(env_fns), autoreset)
         if context is None:
             context = "fork" if sys.platform.startswith("linux") else "spawn"
-        ctx = mp.get_context(context)
+        ctx: Any = mp.get_context(context)  # its Process type differs by start method
         self._remotes = []
         self._procs = []
         for i, fn in enumerate(env_fns):

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from flexmg.env import FlexMGEnv, GraphFn, Judgement, TurnRecord
+from flexmg.family import Family
 from flexmg.graph import DependencyGraph
 from flexmg.tasks import Task, TaskSource
 
@@ -79,6 +80,9 @@ class Workflow:
         task_views: role -> ``(task) -> str``, what that role sees of the task
             (default: the task's prompt); a role can be kept from seeing the
             task at all, so that it depends on its predecessors' messages.
+        family: what the env family declares about itself (:class:`flexmg.family.Family`:
+            token budgets, oracle, scorer, export fields, warm-start data); None for
+            a workflow of no family.
     """
 
     name: str
@@ -92,6 +96,7 @@ class Workflow:
     reward_factory: Callable[[dict[str, Any]], RewardFn] | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     task_views: Mapping[str, Callable[[Task], str]] = field(default_factory=dict)
+    family: Family | None = None
 
     def __post_init__(self) -> None:
         if not self.roles:
@@ -203,6 +208,7 @@ class WorkflowEnv(FlexMGEnv):
             name=workflow.name,
         )
         self.workflow = workflow
+        self.family = workflow.family
         self.split = split
         self.options = {**workflow.options, **options}
         self.task_source = self._make_source(workflow.tasks, tasks, split)
@@ -210,10 +216,13 @@ class WorkflowEnv(FlexMGEnv):
             self._size: int | None = len(self.task_source)  # type: ignore[arg-type]
         except TypeError:
             self._size = None
-        if workflow.reward_factory is not None:
-            self._reward = workflow.reward_factory(self.options)
-        else:
-            self._reward = workflow.reward
+        reward = (
+            workflow.reward_factory(self.options)
+            if workflow.reward_factory is not None
+            else workflow.reward
+        )
+        assert reward is not None  # Workflow checks that exactly one of the two is given
+        self._reward: RewardFn = reward
 
     @staticmethod
     def _make_source(declared: Any, spec: Any, split: str) -> TaskSource:
@@ -251,7 +260,7 @@ class WorkflowEnv(FlexMGEnv):
 
     def task_text(self, agent: str) -> str:
         view = self.workflow.task_views.get(agent)
-        return super().task_text(agent) if view is None else str(view(self.task))
+        return super().task_text(agent) if view is None else str(view(self.current_task))
 
     def judge(self, task: Task, transcript: Sequence[TurnRecord], round_index: int) -> Judgement:
         result = self._reward(task, transcript)

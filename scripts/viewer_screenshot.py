@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 
 import flexmg
-from flexmg.agents import rollout
 from flexmg.baselines.scripted import make_scripted
 from flexmg.cli import view as view_cli
+from flexmg.episodes import rollout
 from flexmg.io import atomic_write_bytes
 from flexmg.transcripts import episode_record, write_transcripts
 from flexmg.view.browser import browser_missing, headless_chromium

@@ -94,7 +94,7 @@ def build_family_model(
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
 
-    from flexmg.agents.tokenizer import build_char_tokenizer
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
     spec = FAMILIES[family]
     tok = build_char_tokenizer()

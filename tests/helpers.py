@@ -125,8 +125,8 @@ def save_tiny_chat_model(folder: str | Path, seed: int = 0) -> Path:
 
     The tokenizer is also saved alone in ``folder/"tokenizer"``: ``AutoTokenizer`` on the
     model folder would pick Qwen2's tokenizer class (from the model type), not this one."""
-    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
-    from flexmg.agents.tokenizer import build_char_tokenizer
+    from flexmg.models.tiny.model import build_tiny_model, tiny_config
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
     tok = build_char_tokenizer(model_max_length=16384)
     tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})

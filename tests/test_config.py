@@ -14,15 +14,18 @@ from flexmg.agents.config import (
     PPOConfig,
     RunConfig,
     RunConfigError,
-    SamplingConfig,
     TrainConfig,
 )
 from flexmg.cli import train as cli
+from flexmg.models.config import SamplingConfig
 from flexmg.settings import flagged_fields
 
 CONFIGS = (TrainConfig, PolicyConfig, PPOConfig, SamplingConfig)
 SECTIONS = {"train": TrainConfig, "policy": PolicyConfig, "ppo": PPOConfig}
-CLI_OWN = {"--help", "-h", "--horizon", "--resume", "--bf16"}
+CLI_OWN = {"--help", "-h", "--horizon", "--resume"}
+SHORTCUTS = {"--bf16": ("dtype", "bfloat16")}
+# flags added since: every env kwarg (--kw KEY=VALUE) and the dtype by name (--dtype)
+FLAGS_ADDED = {"--kw", "--dtype"}
 OLD_RUN = Path(__file__).parent / "data" / "run_v1"
 
 # every flag `flexmg train` had before its flags were generated from the configs
@@ -50,7 +53,9 @@ def _actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
 def test_the_parser_has_exactly_the_flagged_fields_and_the_cli_own_flags() -> None:
     actions = _actions(_train_parser())
     generated = {f.metadata["flag"]: f for cls in SECTIONS.values() for f in flagged_fields(cls)}
-    assert set(actions) == set(generated) | CLI_OWN
+    assert set(actions) == set(generated) | CLI_OWN | set(SHORTCUTS)
+    for flag, (dest, value) in SHORTCUTS.items():
+        assert actions[flag].dest == dest and actions[flag].const == value
     for flag, f in generated.items():
         action = actions[flag]
         assert action.dest == f.name and action.default is None, flag
@@ -60,7 +65,7 @@ def test_the_parser_has_exactly_the_flagged_fields_and_the_cli_own_flags() -> No
 
 
 def test_every_flag_of_before_is_still_there() -> None:
-    assert set(_actions(_train_parser())) - {"-h", "--help"} == FLAGS_BEFORE
+    assert set(_actions(_train_parser())) - {"-h", "--help"} == FLAGS_BEFORE | FLAGS_ADDED
 
 
 def test_flags_land_in_their_config_sections() -> None:
@@ -69,17 +74,22 @@ def test_flags_land_in_their_config_sections() -> None:
          "--share-parameters", "--lora-target-modules", "q_proj, v_proj", "--horizon", "3",
          "--target-kl", "0.5", "--level", "token", "--top-k", "5"]
     )  # fmt: skip
-    assert cli.config_overrides(args) == {
-        "train": {"env": "echo", "progress": False, "env_kwargs": {"horizon": 3}},
-        "policy": {
-            "share_parameters": True, "lora_target_modules": ["q_proj", "v_proj"], "top_k": 5,
-            "dtype": "bfloat16",
-        },
-        "ppo": {"level": "token", "target_kl": 0.5, "lr_actor": 0.1, "lr_critic": 0.2},
-    }  # fmt: skip
-    assert cli.config_overrides(_train_parser().parse_args([])) == {
-        "train": {}, "policy": {}, "ppo": {},
-    }  # fmt: skip
+    assert cli.train_config(args) == TrainConfig(
+        env="echo", progress=False, env_kwargs={"horizon": 3},
+        policy=PolicyConfig(
+            share_parameters=True, lora_target_modules=["q_proj", "v_proj"], top_k=5,
+            dtype="bfloat16",
+        ),
+        ppo=PPOConfig(level="token", target_kl=0.5, lr_actor=0.1, lr_critic=0.2),
+    )  # fmt: skip
+    assert cli.given_flags(args) == sorted(
+        ["env", "progress", "env_kwargs", "share_parameters", "lora_target_modules", "top_k",
+         "dtype", "level", "target_kl", "lr_actor", "lr_critic"]
+    )  # fmt: skip
+    assert cli.train_config(_train_parser().parse_args([])) == TrainConfig()
+    assert cli.given_flags(_train_parser().parse_args([])) == []
+    kw = _train_parser().parse_args(["--kw", "horizon=2", 'tasks={"name": "linear"}'])
+    assert cli.train_config(kw).env_kwargs == {"horizon": 2, "tasks": {"name": "linear"}}
     with pytest.raises(SystemExit):
         _train_parser().parse_args(["--level", "word"])
 
@@ -128,22 +138,55 @@ def test_policy_config_normalises_sequences() -> None:
     cfg = PolicyConfig(critic_hidden=[16, 8], lora_target_modules=("q_proj",))  # type: ignore[arg-type]
     assert cfg.critic_hidden == (16, 8) and cfg.lora_target_modules == ["q_proj"]
     assert cfg.to_dict()["critic_hidden"] == [16, 8]
-    assert cfg.sampling == SamplingConfig(1.0, 0, 1.0)
+    assert cfg.resolved().sampling == SamplingConfig(1.0, 0, 1.0)
+    with pytest.raises(ValueError, match="resolve the config first"):
+        _ = cfg.sampling
+
+
+def test_defaults_that_depend_on_the_model_and_the_env_live_in_one_place() -> None:
+    from flexmg.family import family_of
+
+    tiny = PolicyConfig().resolved(family_of("code-2agent"), ["coder", "reviewer"], seed=4)
+    assert (tiny.temperature, tiny.max_new_tokens, tiny.micro_batch, tiny.seed) == (1.0, 80, 0, 4)
+    llm = PolicyConfig(model="some/llm", temperature=0.9).resolved(family_of("math-2agent"))
+    assert (llm.temperature, llm.max_new_tokens, llm.micro_batch) == (0.9, 512, 8)
+    policy, ppo = TrainConfig(env="math-2agent", seed=2).resolved(
+        ["solver", "verifier"], "per_role"
+    )
+    assert (policy.max_new_tokens, policy.seed, policy.critic, ppo.lr_actor) == (24, 2, "per_role",
+                                                                                  1e-3)  # fmt: skip
 
 
 def test_dtype_names_are_the_policys() -> None:
     pytest.importorskip("torch")
-    from flexmg.agents.config import DTYPE_NAMES
-    from flexmg.agents.policy import _DTYPES
+    from flexmg.models.config import DTYPE_NAMES
+    from flexmg.models.loading import DTYPES
 
-    assert sorted(_DTYPES) == sorted(DTYPE_NAMES)
+    assert sorted(DTYPES) == sorted(DTYPE_NAMES)
+    policy_dtype = next(f for f in fields(PolicyConfig) if f.name == "dtype")
+    assert set(policy_dtype.metadata["choices"]) == {"auto", *DTYPES}
 
 
 def test_an_old_config_json_reads_back_and_writes_the_same() -> None:
+    """An old run's settings read into the typed configs and are written back unchanged.
+
+    The old "train" section held the policy and PPO fields a run set as dicts; they read
+    into the nested configs (unset fields at their defaults), and the resolved sections
+    are written exactly as they were.
+    """
     data = json.loads((OLD_RUN / "config.json").read_text())
     run = RunConfig.read(OLD_RUN)
-    assert run.to_dict() == data
-    assert run.train.ppo == {"epochs": 2, "minibatches": 2, "lr_actor": 0.01, "lr_critic": 0.01}
+    written = run.to_dict()
+    for section in ("algorithm", "roles", "policy_config", "ppo_config"):
+        assert written[section] == data[section], section
+    old_train = {k: v for k, v in data["train"].items() if k not in ("policy", "ppo")}
+    assert {k: written["train"][k] for k in old_train} == old_train
+    for section in ("policy", "ppo"):
+        assert {k: written["train"][section][k] for k in data["train"][section]} == data["train"][
+            section
+        ]
+    assert RunConfig.from_dict(written) == run
+    assert run.train.ppo == PPOConfig(epochs=2, minibatches=2, lr_actor=0.01, lr_critic=0.01)
     assert run.policy_config.critic_hidden == (16, 8) and run.roles == ["a", "b"]
 
 

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 
 import flexmg
-from flexmg.agents.episodes import play_batch, rollout
-from flexmg.agents.evaluation import evaluation_record
 from flexmg.agents.samples import collect_rollout
+from flexmg.episodes import play_batch, rollout
+from flexmg.evaluation import evaluation_record
 from flexmg.metrics import summarize_episodes
 
 
@@ -50,12 +50,11 @@ def test_the_driver_plays_every_env_to_its_end() -> None:
     vec = flexmg.make_vec("echo", num_envs=3)
     seen: list[tuple[str, list[int]]] = []
 
-    def act(role: str, envs: list[int], observations: list[dict]) -> list[str]:
+    def record(role: str, envs: list[int], actions: list[str]) -> None:
         seen.append((role, envs))
-        return [_echo(o) for o in observations]
 
     try:
-        episodes = play_batch(vec, act, seed=5)
+        episodes = play_batch(vec, _echo, seed=5, on_step=record)
     finally:
         vec.close()
     assert [ep.seed for ep in episodes] == [5, 6, 7] and all(ep.success for ep in episodes)

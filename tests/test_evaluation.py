@@ -9,12 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from flexmg.agents.evaluation import (
-    distinct_seed_plan,
-    evaluate_policy,
-    evaluation_record,
-    task_key,
-)
+from flexmg.agents.evaluation import evaluate_policy
+from flexmg.evaluation import distinct_seed_plan, evaluation_record, task_key
 from flexmg.metrics import (
     bootstrap_ci,
     bootstrap_ci_over_seeds,

@@ -3,13 +3,13 @@
 import pytest
 
 import flexmg
-from flexmg.agents.llm_agent import chat_messages
 from flexmg.integrations.seats import (
     EpisodeResult,
     observation_to_messages,
     play_batch,
     play_episode,
 )
+from flexmg.models.prompts import chat_messages
 
 
 def task_of(env_id: str, seed: int, **kwargs):

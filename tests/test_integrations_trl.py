@@ -15,14 +15,14 @@ from helpers import flexmg_server, require_extra
 trl = require_extra("trl", "trl")
 torch = pytest.importorskip("torch")
 
-from flexmg.agents.tiny_model import build_tiny_model, tiny_config  # noqa: E402
-from flexmg.agents.tokenizer import build_char_tokenizer  # noqa: E402
 from flexmg.integrations.trl import (  # noqa: E402
     env_reward,
     environment_dataset,
     make_environment_factory,
     make_rollout_func,
 )
+from flexmg.models.tiny.model import build_tiny_model, tiny_config  # noqa: E402
+from flexmg.models.tiny.tokenizer import build_char_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.slow  # GRPO steps of a real trainer (tens of seconds on a busy CPU)
 

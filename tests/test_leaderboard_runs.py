@@ -17,8 +17,8 @@ from flexmg.baselines.run_loader import RunLoadError, load_run  # noqa: E402
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A random 1-layer character-level Qwen2 saved as a local model folder (fast on CPU)."""
-    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
-    from flexmg.agents.tokenizer import build_char_tokenizer
+    from flexmg.models.tiny.model import build_tiny_model, tiny_config
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
     d = tmp_path_factory.mktemp("model")
     cfg = tiny_config(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
@@ -130,9 +130,9 @@ def test_a_greedy_entry_plays_each_distinct_task_once_with_the_same_records(
     small_model: str, tmp_path: Path
 ) -> None:
     import flexmg
-    from flexmg.agents import rollout
     from flexmg.agents.llm_agent import LLMAgent
     from flexmg.baselines.leaderboard import eval_seed
+    from flexmg.episodes import rollout
     from flexmg.tasks import Task
 
     tasks = [Task(id=f"t{i}", prompt=f"What is {i} + 1?", answer=str(i + 1)) for i in range(3)]

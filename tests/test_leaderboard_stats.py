@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from flexmg.baselines.stats import mean_ci, t_quantile_975
+from flexmg.metrics import mean_ci, t_quantile_975
 
 
 @pytest.mark.parametrize(

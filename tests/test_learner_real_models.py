@@ -18,7 +18,7 @@ from flexmg.agents.credit import marft_credit
 from flexmg.agents.policy import PolicyConfig, TeamPolicy
 from flexmg.agents.ppo import PPOConfig, PPOLearner, _Stats
 from flexmg.agents.samples import RolloutBatch, Sample
-from flexmg.agents.sampling import processed_logits
+from flexmg.models.sampling import processed_logits
 
 ROLES = ["solver", "verifier"]
 OBS = {"task": "What is 7 + 5?", "role": "solver", "instructions": "Solve it; box the answer."}
@@ -30,7 +30,14 @@ def qwen_path(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def make(path: str, **kw: object) -> TeamPolicy:
-    cfg = {"model": path, "critic_hidden": (16,), "max_new_tokens": 6, "device": "cpu"}
+    cfg = {
+        "model": path,
+        "critic_hidden": (16,),
+        "max_new_tokens": 6,
+        "device": "cpu",
+        "temperature": 1.0,
+        "micro_batch": 0,
+    }  # a model folder is the "llm" kind: set here
     return TeamPolicy(ROLES, PolicyConfig(**{**cfg, **kw}))  # type: ignore[arg-type]
 
 

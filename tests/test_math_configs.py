@@ -12,10 +12,13 @@ import pytest
 
 import flexmg
 from flexmg.env import prompt_id
-from flexmg.envs.math import GENERATORS, distinct_prompts, make_math_source
+from flexmg.envs.math import distinct_prompts, make_math_source
 from flexmg.envs.math.generators import ArithmeticGenerator
 from flexmg.envs.math.generators.expression import canonical_expression, evaluate
-from flexmg.tasks import split_of
+from flexmg.tasks import split_of, task_source_factory, task_source_names
+
+# the math generators of the one task-source registry, by name
+GENERATORS = {n: task_source_factory(n, "math") for n in task_source_names("math")}
 
 
 def test_every_generator_has_a_config_table_for_every_difficulty() -> None:

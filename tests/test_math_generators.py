@@ -9,9 +9,12 @@ from fractions import Fraction
 
 import pytest
 
-from flexmg.envs.math import GENERATORS, grade
+from flexmg.envs.math import grade
 from flexmg.envs.math.generators import Generator, format_number
-from flexmg.tasks import TaskSource, split_of
+from flexmg.tasks import TaskSource, split_of, task_source_factory, task_source_names
+
+# the math generators of the one task-source registry, by name
+GENERATORS = {n: task_source_factory(n, "math") for n in task_source_names("math")}
 
 NAMES = sorted(GENERATORS)
 DIFFICULTIES = range(1, 6)

@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
-from flexmg.envs.math import GENERATORS, make_math_source
+from flexmg.envs.math import make_math_source
 from flexmg.envs.math.generators import ArithmeticGenerator, LinearGenerator
 from flexmg.envs.math.loaders import detect_format, gsm8k_final_answer, load_file
-from flexmg.tasks import ListTaskSource, Task
+from flexmg.tasks import ListTaskSource, Task, task_source_factory, task_source_names
+
+# the math generators of the one task-source registry, by name
+GENERATORS = {n: task_source_factory(n, "math") for n in task_source_names("math")}
 
 GSM8K = [
     {"question": f"Q{i}: 2 + {i}?", "answer": f"2 + {i} = {2 + i}\n#### {2 + i:,}"}

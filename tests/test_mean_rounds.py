@@ -7,7 +7,7 @@ import json
 import pytest
 
 import flexmg
-from flexmg.agents.evaluation import evaluation_record
+from flexmg.evaluation import evaluation_record
 from flexmg.metrics import summarize_episodes
 
 
@@ -37,9 +37,9 @@ def test_mean_rounds_of_scripted_two_round_episodes() -> None:
 
 def test_trainer_reports_mean_rounds_at_horizon_two(tmp_path) -> None:
     pytest.importorskip("peft")
-    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
-    from flexmg.agents.tokenizer import build_char_tokenizer
     from flexmg.agents.trainer import TrainConfig, Trainer, read_metrics
+    from flexmg.models.tiny.model import build_tiny_model, tiny_config
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
     model = tmp_path / "model"
     cfg = tiny_config(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
@@ -67,15 +67,15 @@ def test_learning_curve_multi_round_preset(tmp_path, monkeypatch, capsys) -> Non
     bench = load_benchmark("learning_curve")
     calls = []
 
-    def fake_run_seed(seed, algo, env, out, extra):
-        calls.append((env, extra))
+    def fake_run_seed(seed, algo, env, out, extra, env_kwargs=None):
+        calls.append((env, env_kwargs, extra))
         return {"eval_start": 0.1, "eval_end": 0.2, "mean_rounds_start": 1.9,
                 "mean_rounds_end": 1.7, "process_seconds": 1.0, "run_dir": str(out)}  # fmt: skip
 
     monkeypatch.setattr(bench, "run_seed", fake_run_seed)
     assert bench.main(["--seeds", "0", "--preset", "multi-round", "--out", str(tmp_path),
                        "--", "--updates", "2"]) == 0  # fmt: skip
-    assert calls == [("math-2agent", ["--horizon", "2", "--updates", "2"])]
+    assert calls == [("math-2agent", {"horizon": 2}, ["--updates", "2"])]
     assert "1.90->1.70" in capsys.readouterr().out
     result = json.loads((tmp_path / "learning_curve_summary.json").read_text())
     assert result["preset"] == "multi-round" and result["mean"]["mean_rounds_end"] == 1.7

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import flexmg
-from flexmg.agents.episodes import rollout
 from flexmg.baselines.scripted import make_oracle
+from flexmg.episodes import rollout
 from flexmg.metrics import summarize_episodes
 
 

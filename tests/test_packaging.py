@@ -35,7 +35,7 @@ def test_the_wheel_holds_every_layer_the_assets_and_the_entry_points(tmp_path: P
         "flexmg/envs/code/builtin_tasks.jsonl",
         "flexmg/sandboxes/inside/zygote.py",
         "flexmg/agents/ppo.py",
-        "flexmg/agents/assets/tiny/model.safetensors",
+        "flexmg/models/tiny/assets/model.safetensors",
         "flexmg/baselines/leaderboard.py",
         "flexmg/py.typed",
         "flexmg_verifiers/__init__.py",

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from flexmg.agents.policy import ActionBatch, Evaluation, PolicyConfig, TeamPolicy
-from flexmg.agents.tiny_model import build_tiny_model, tiny_config
-from flexmg.agents.tokenizer import build_char_tokenizer
+from flexmg.models.tiny.model import build_tiny_model, tiny_config
+from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
 ROLES = ["solver", "verifier"]
 OBS = [
@@ -34,7 +34,14 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def make(model_dir: str, **kw: object) -> TeamPolicy:
-    cfg = {"model": model_dir, "critic_hidden": (32, 16), "max_new_tokens": 8, "device": "cpu"}
+    cfg = {
+        "model": model_dir,
+        "critic_hidden": (32, 16),
+        "max_new_tokens": 8,
+        "device": "cpu",
+        "temperature": 1.0,
+        "micro_batch": 0,
+    }  # a model folder is the "llm" kind: set here
     cfg.update(kw)
     return TeamPolicy(ROLES, PolicyConfig(**cfg))  # type: ignore[arg-type]
 

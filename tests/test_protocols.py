@@ -23,8 +23,8 @@ def test_vector_envs_are_vector_envs(vectorization: str) -> None:
 def test_team_policy_is_a_policy(tmp_path) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("torch")
     from flexmg.agents.policy import PolicyConfig, TeamPolicy
-    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
-    from flexmg.agents.tokenizer import build_char_tokenizer
+    from flexmg.models.tiny.model import build_tiny_model, tiny_config
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
     build_tiny_model(
         seed=0, config=tiny_config(hidden_size=32, intermediate_size=64)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from family_models import build_family_model
-from flexmg.agents.sampling import (
+from flexmg.models.sampling import (
     LOGPROB_FLOOR,
     SamplingConfig,
     chat_turn_end_id,

@@ -7,11 +7,8 @@ from pathlib import Path
 import pytest
 
 import flexmg
-from flexmg.agents import rollout
 from flexmg.baselines.scripted import (
     OracleAgent,
-    code_message,
-    doctest_asserts,
     envs_of,
     make_oracle,
     make_random,
@@ -19,6 +16,9 @@ from flexmg.baselines.scripted import (
 )
 from flexmg.env import OBS_KEYS
 from flexmg.envs.code import builtin_tasks, extract_code
+from flexmg.envs.families.code import code_oracle as code_message
+from flexmg.envs.families.code import doctest_asserts
+from flexmg.episodes import rollout
 from flexmg.tasks import EVAL_SEED_OFFSET, Task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -7,10 +7,11 @@ import random
 import pytest
 
 import flexmg
-from flexmg.agents import warmstart
-from flexmg.agents.prompts import compact_prompt
-from flexmg.agents.teacher import MathTeacher, RelayTeacher, env_episode
-from flexmg.envs.families.relay import HIDDEN, carries_problem, relay_rate
+from flexmg.envs.families.relay import HIDDEN, RelayTeacher, carries_problem, relay_rate
+from flexmg.envs.families.teachers import MathTeacher
+from flexmg.models.prompts import compact_prompt
+from flexmg.models.tiny import warmstart
+from flexmg.models.tiny.transcripts import env_episode
 from flexmg.tasks import Task
 
 TASK = Task(id="t", prompt="What is 19 - 6?", answer="13")
@@ -159,7 +160,7 @@ def test_warmstart_flags_and_manifest() -> None:
 
 
 def test_fine_tune_continues_a_model_deterministically() -> None:
-    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
+    from flexmg.models.tiny.model import build_tiny_model, tiny_config
 
     def tuned(seed: int):
         cfg = tiny_config(hidden_size=32, intermediate_size=64, num_hidden_layers=1,

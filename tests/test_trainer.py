@@ -10,12 +10,10 @@ pytest.importorskip("peft")
 
 import flexmg.cli as cli  # noqa: E402
 from flexmg.agents.checkpoint import CheckpointError, list_checkpoints  # noqa: E402
-from flexmg.agents.evaluation import (  # noqa: E402
-    evaluation_record,
-    read_eval_episodes,
-    saved_eval_updates,
-)
+from flexmg.agents.config import RunConfig  # noqa: E402
+from flexmg.agents.evaluation import read_eval_episodes, saved_eval_updates  # noqa: E402
 from flexmg.agents.trainer import TrainConfig, Trainer, read_metrics  # noqa: E402
+from flexmg.evaluation import evaluation_record  # noqa: E402
 
 TIMING_KEYS = {"seconds", "wall_seconds"}
 
@@ -23,8 +21,8 @@ TIMING_KEYS = {"seconds", "wall_seconds"}
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory):
     """A random 1-layer character-level Qwen2 saved as a local model folder (fast on CPU)."""
-    from flexmg.agents.tiny_model import build_tiny_model, tiny_config
-    from flexmg.agents.tokenizer import build_char_tokenizer
+    from flexmg.models.tiny.model import build_tiny_model, tiny_config
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
 
     d = tmp_path_factory.mktemp("model")
     cfg = tiny_config(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
@@ -168,7 +166,13 @@ def test_a_run_folder_of_the_old_code_resumes_to_the_same_records(small_model, t
     before = json.loads(config.read_text())
     Trainer.resume(run).run()
     after = json.loads(config.read_text())
-    assert after == {**before, "train": {**before["train"], "run_dir": str(run)}}
+    # the same settings, in the typed configs (the old "train" section held only the policy
+    # and PPO fields it set), and the resolved sections unchanged
+    moved = {**before, "train": {**before["train"], "run_dir": str(run)}}
+    assert RunConfig.from_dict(after) == RunConfig.from_dict(moved)
+    assert {k: v for k, v in after.items() if k != "train"} == {
+        k: v for k, v in before.items() if k != "train"
+    }
     expected = [json.loads(line) for line in (old / "uninterrupted_metrics.jsonl").open()]
     got = read_metrics(run)
     assert [(r["kind"], r["update"]) for r in got] == [(r["kind"], r["update"]) for r in expected]

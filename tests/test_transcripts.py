@@ -9,8 +9,8 @@ import sys
 import pytest
 
 import flexmg
-from flexmg.agents import rollout
 from flexmg.baselines.scripted import make_scripted
+from flexmg.episodes import rollout
 from flexmg.transcripts import (
     RECORD_FORMAT,
     TranscriptSample,

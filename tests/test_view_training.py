@@ -21,11 +21,11 @@ def test_a_ppo_updates_values_and_advantages_reach_the_page(tmp_path):
     import torch
 
     from flexmg.agents.config import PolicyConfig, PPOConfig
-    from flexmg.agents.episodes import play_batch
     from flexmg.agents.marft import get_algorithm
     from flexmg.agents.policy import TeamPolicy
     from flexmg.agents.ppo import PPOLearner
     from flexmg.agents.samples import build_batch
+    from flexmg.episodes import play_batch
 
     algo = get_algorithm("marft")
     torch.manual_seed(0)

@@ -5,7 +5,8 @@ from gymnasium.utils.env_checker import check_env
 from pettingzoo.test import parallel_api_test
 
 import flexmg
-from flexmg.agents import RandomAgent, rollout
+from flexmg.baselines.scripted import RandomAgent
+from flexmg.episodes import rollout
 from flexmg.vector import AsyncVectorEnv, SyncVectorEnv
 from flexmg.wrappers import (
     LayeredParallelEnv,

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import flexmg
-from flexmg.agents import rollout
 from flexmg.baselines.scripted import make_scripted
+from flexmg.episodes import rollout
 from flexmg.transcripts import (
     TranscriptSample,
     episode_record,

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -41,9 +41,9 @@ from flexmg.tasks import (
     TEST_FRACTION,
     Split,
     Task,
-    TaskSource,
     check_split,
     in_split,
+    register_task_source,
     stable_hash,
 )
 
@@ -65,7 +65,6 @@ from .procedural_spec import (
 __all__ = [
     "DEFAULT_DIFFICULTIES",
     "DIFFICULTY_CONFIGS",
-    "CODE_GENERATORS",
     "ProceduralCodeConfig",
     "ProceduralCodeTasks",
     "canonical_key",
@@ -579,8 +578,7 @@ def wrong_solution(task: Task, rng: random.Random) -> str:
 
 # ----------------------------------------------------------------- registration
 
-#: Procedural code task families by name, as ``make_code_source`` and ``tasks=`` know them:
-#: each takes ``difficulty, seed, split, eval_fraction`` keywords and returns a TaskSource.
-CODE_GENERATORS: dict[str, Callable[..., TaskSource]] = {
-    ProceduralCodeTasks.family: ProceduralCodeTasks,
-}
+# The procedural code family joins the one task-source registry (kind "code"), where
+# ``make_code_source`` and ``tasks=`` find it by name; it takes ``difficulty, seed, split,
+# eval_fraction`` keywords.
+register_task_source(ProceduralCodeTasks.family, ProceduralCodeTasks, kind="code")

@@ -15,10 +15,19 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from flexmg.tasks import EVAL_FRACTION, TEST_FRACTION, ListTaskSource, Split, Task, TaskSource
+from flexmg.tasks import (
+    EVAL_FRACTION,
+    TEST_FRACTION,
+    ListTaskSource,
+    Split,
+    Task,
+    TaskSource,
+    task_source_factory,
+    task_source_names,
+)
 
 from .loaders import builtin_tasks, load_tasks
-from .procedural import CODE_GENERATORS
+from .procedural import ProceduralCodeTasks as _registered  # noqa: F401 - its source registers
 
 __all__ = ["DEFAULT_CODE_TASKS", "make_code_source"]
 
@@ -39,15 +48,15 @@ def _resolve(tasks: TaskSpec) -> tuple[list[Task], str]:
         if not path.is_file():
             raise FileNotFoundError(
                 f"code tasks {str(tasks)!r}: not a family name and not an existing file; "
-                f"pass None, 'builtin', one of {sorted(CODE_GENERATORS)} (or a dict "
+                f"pass None, 'builtin', one of {task_source_names('code')} (or a dict "
                 "{'name': ..., 'difficulty': 1-5, 'seed': ...}), a HumanEval or MBPP jsonl "
                 "path, or a list of Task"
             )
         stem = path.name.split(".")[0]
         return load_tasks(path), f"code-{stem}"
     if isinstance(tasks, Sequence):
-        items = list(tasks)
-        bad = [type(t).__name__ for t in items if not isinstance(t, Task)]
+        items = [t for t in tasks if isinstance(t, Task)]
+        bad = [type(t).__name__ for t in tasks if not isinstance(t, Task)]
         if bad:
             raise TypeError(f"tasks list must hold flexmg.tasks.Task objects, found {bad[0]}")
         return items, "code-list"
@@ -78,18 +87,18 @@ def _procedural(
     eval_fraction: float,
     test_fraction: float,
 ) -> TaskSource:
-    config = {"name": tasks} if isinstance(tasks, str) else dict(tasks)
+    config: dict[str, Any] = {"name": tasks} if isinstance(tasks, str) else dict(tasks)
     name = config.pop("name", None)
-    if name not in CODE_GENERATORS:
+    if name not in task_source_names("code"):
         raise ValueError(
-            f"code task config needs a family 'name' from {sorted(CODE_GENERATORS)}, got {name!r}"
+            f"code task config needs a family 'name' from {task_source_names('code')}, got {name!r}"
         )
     if difficulty is not None:
         config["difficulty"] = difficulty
     config.setdefault("eval_fraction", eval_fraction)
     config.setdefault("test_fraction", test_fraction)
     try:
-        return CODE_GENERATORS[name](split=split, **config)
+        return task_source_factory(name, "code")(split=split, **config)
     except TypeError as e:
         raise ValueError(
             f"bad options for code task family {name!r}: {e}; it takes difficulty, seed, "
@@ -128,7 +137,9 @@ def make_code_source(
     """
     if tasks is None:
         tasks = DEFAULT_CODE_TASKS
-    if isinstance(tasks, Mapping) or (isinstance(tasks, str) and tasks in CODE_GENERATORS):
+    if isinstance(tasks, Mapping) or (
+        isinstance(tasks, str) and tasks in task_source_names("code")
+    ):
         return _procedural(tasks, split, difficulty, eval_fraction, test_fraction)
     items, name = _resolve(tasks)
     levels = _levels(difficulty)

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import importlib
 
+from flexmg.family import Family
+
 FAMILY_MODULES: tuple[str, ...] = (
     "flexmg.envs.families.math",
     "flexmg.envs.families.code",
     "flexmg.envs.families.relay",
 )
 
-__all__ = ["BUILTIN_ENVS", "FAMILY_MODULES", "builtin_env_ids", "register_envs"]
+__all__ = ["BUILTIN_ENVS", "FAMILY_MODULES", "builtin_env_ids", "family", "register_envs"]
 
 
 def builtin_env_ids() -> dict[str, str]:
@@ -38,6 +40,23 @@ def builtin_env_ids() -> dict[str, str]:
         for name, workflow in module.WORKFLOWS.items():
             ids[f"{name}-v{module.VERSION}"] = workflow.description
     return ids
+
+
+def family(name: str) -> Family:
+    """The metadata of the built-in family ``name`` (``math``, ``code``, ``relay``).
+
+    >>> family("code").token_budget("tiny")
+    80
+    """
+    for module_name in FAMILY_MODULES:
+        declared: Family = importlib.import_module(module_name).FAMILY
+        if declared.name == name:
+            return declared
+    raise KeyError(f"no built-in env family {name!r}; families: {_names()}")
+
+
+def _names() -> list[str]:
+    return [m.rsplit(".", 1)[-1] for m in FAMILY_MODULES]
 
 
 def register_envs() -> None:

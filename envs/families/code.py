@@ -33,11 +33,14 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, cast
 
 from flexmg.env import Judgement, TurnRecord
 from flexmg.envs.families.common import judge_turns, team_workflows
+from flexmg.envs.families.teachers import CodeTeacher
+from flexmg.family import Family, WarmStart
 from flexmg.tasks import Split, Task, TaskSource
 from flexmg.workflow import Workflow, current_round
 
@@ -215,14 +218,77 @@ class CodeReward:
             self._sandbox = None
 
 
+# ----------------------------------------------------------------- what it declares
+_DOCTEST = re.compile(r"^\s*>>>\s?(?P<expr>.+?)\s*$")
+_MAX_ASSERTS = 8
+
+
+def doctest_asserts(prompt: str, limit: int = _MAX_ASSERTS) -> list[str]:
+    """``assert expr == expected`` lines from the ``>>>`` examples of a docstring.
+
+    >>> doctest_asserts('''    >>> add(1, 2)\\n    3\\n''')
+    ['assert add(1, 2) == 3']
+    """
+    lines = prompt.splitlines()
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        m = _DOCTEST.match(line)
+        if not m or i + 1 >= len(lines):
+            continue
+        expected = lines[i + 1].strip()
+        if not expected or expected.startswith(">>>") or expected.startswith("Traceback"):
+            continue
+        out.append(f"assert {m.group('expr')} == {expected}")
+        if len(out) >= limit:
+            break
+    return out
+
+
+def code_oracle(task: Task, role: str, instructions: str, graded: bool) -> str:
+    """The scripted oracle's message for one role on a code task (the reference solution).
+
+    >>> t = Task(id="t", prompt="def f():\\n    '''\\n    >>> f()\\n    1\\n    '''",
+    ...          answer="def f():\\n    return 1\\n", meta={"entry_point": "f"})
+    >>> code_oracle(t, "tester", "", graded=False)
+    '```python\\nassert f() == 1\\n```'
+    """
+    entry = str(task.meta.get("entry_point", ""))
+    writes_tests = role == "tester" or ("assert" in instructions and not graded)
+    if writes_tests:
+        asserts = doctest_asserts(task.prompt) or [f"assert callable({entry})"]
+        return "```python\n" + "\n".join(asserts) + "\n```"
+    if graded or "```python" in instructions:
+        return f"```python\n{task.answer.strip()}\n```"
+    return (
+        f"Plan: implement `{entry}` as the docstring specifies; handle empty inputs and the "
+        "boundary cases the examples show; keep it pure (no I/O)."
+    )
+
+
+#: The family's metadata. A procedural-code solution of the tiny model (one token per
+#: character, fenced) takes up to about 70 tokens; its warm-start data leave out
+#: code-4agent, whose tester writes asserts that the env runs, not solutions.
+FAMILY = Family(
+    name="code",
+    teams=TEAMS,
+    tasks=code_task_source,
+    token_budgets={"tiny": 80, "llm": 512},
+    oracle=code_oracle,
+    warm_start=WarmStart(
+        tasks=(("procedural", 1.0),),
+        envs=(("code-1agent", 0.3), ("code-2agent", 0.55), ("code-3agent", 0.15)),
+        teacher=CodeTeacher,
+    ),
+)
+
+
 #: Env name -> its workflow; registered as ``<name>-v<VERSION>``.
 WORKFLOWS: dict[str, Workflow] = team_workflows(
-    TEAMS,
+    FAMILY,
     prompts=PROMPTS,
     describe=lambda roles: (
         f"code: {' -> '.join(NOTES.get(r, r) for r in roles)} (graded by hidden tests in a sandbox)"
     ),
-    tasks=code_task_source,
     reward_factory=CodeReward.from_options,
     options=OPTIONS,
 )

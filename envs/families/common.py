@@ -2,12 +2,14 @@
 
 Example:
     >>> from flexmg.envs.families.math import MathReward, math_task_source
+    >>> from flexmg.family import Family
+    >>> duo = Family("duo", teams={"duo": ("a", "b")}, tasks=math_task_source)
     >>> flows = team_workflows(
-    ...     {"duo": ("a", "b")}, prompts={"a": "", "b": ""}, describe=" -> ".join,
-    ...     tasks=math_task_source, reward_factory=MathReward.from_options,
+    ...     duo, prompts={"a": "", "b": ""}, describe=" -> ".join,
+    ...     reward_factory=MathReward.from_options,
     ... )
-    >>> list(flows["duo"].roles), flows["duo"].description
-    (['a', 'b'], 'a -> b')
+    >>> list(flows["duo"].roles), flows["duo"].description, flows["duo"].family.name
+    (['a', 'b'], 'a -> b', 'duo')
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from flexmg.env import TurnRecord
+from flexmg.family import Family
 from flexmg.tasks import Task
 from flexmg.workflow import Workflow, current_round
 
@@ -50,28 +53,33 @@ def judge_turns(
 
 
 def team_workflows(
-    teams: Mapping[str, Roles],
+    family: Family,
     *,
     prompts: Mapping[str, str],
     describe: Callable[[Roles], str],
     per_team: Callable[[Roles], dict[str, Any]] | None = None,
     **fields: Any,
 ) -> dict[str, Workflow]:
-    """One one-round :class:`~flexmg.Workflow` per team (env name -> roles in graph order).
+    """One one-round :class:`~flexmg.Workflow` per team of ``family`` (its ``teams``).
+
+    Every workflow draws its tasks from the family's task factory and carries the
+    family (``Workflow.family``).
 
     Args:
-        teams: env name -> its roles in graph order.
+        family: the family's metadata (teams: env name -> roles in graph order).
         prompts: role -> its prompt.
         describe: roles -> the one-line description shown by ``flexmg list``.
         per_team: roles -> more Workflow fields for that team (e.g. its edges).
-        **fields: Workflow fields shared by every team (tasks, reward_factory, options).
+        **fields: Workflow fields shared by every team (reward_factory, options).
     """
     return {
         name: Workflow(
             name=name,
             roles={r: prompts[r] for r in roles},
             description=describe(roles),
+            tasks=family.tasks,
+            family=family,
             **{"horizon": 1, **fields, **(per_team(roles) if per_team else {})},
         )
-        for name, roles in teams.items()
+        for name, roles in family.teams.items()
     }

@@ -54,6 +54,8 @@ from typing import Any, cast
 
 from flexmg.env import Judgement, TurnRecord
 from flexmg.envs.families.common import judge_turns, team_workflows
+from flexmg.envs.families.teachers import MathTeacher
+from flexmg.family import Family, WarmStart
 from flexmg.tasks import Split, Task, TaskSource
 from flexmg.workflow import Workflow
 
@@ -160,31 +162,43 @@ class MathReward:
             return None
         return self._grade(f"\\boxed{{{value}}}", task).score >= 1.0
 
+    def read(self, text: str, task: Task) -> tuple[Any, str | None, bool | None]:
+        """Grade ``text``: the grader's result, the committed answer, and whether its value is right.
+
+        The committed answer is the one boxed answer, else (no box at all) the last
+        number; several different boxes (or an empty one) commit to nothing.
+        """
+        result = self._grade(text, task)
+        if not result.format_error:
+            return result, _shown(result.extracted), result.score >= 1.0
+        if "\\boxed" in text or "\\fbox" in text:
+            return result, None, None
+        value = last_value(text)
+        return result, value, self._value_correct(value, task)
+
+    def score_of(self, text: str, task: Task) -> float:
+        """The reward ``text`` earns as the graded answer: the value plus the format term."""
+        result, _, correct = self.read(text, task)
+        w = self.format_weight
+        return (1.0 - w) * bool(correct) + w * (not result.format_error)
+
     def credit(self, turn: TurnRecord, task: Task, graded: bool) -> tuple[dict[str, Any], Any]:
         """The credit info of one turn, and its grade result (None when not graded)."""
         boxed = "\\boxed" in turn.action or "\\fbox" in turn.action
-        value = last_value(turn.action)
         if not (graded or boxed):
+            value = last_value(turn.action)
             info = {"own_correct": None, "format_error": False, "graded": False}
             info.update(
                 format_ok=False, answer=value, answer_correct=self._value_correct(value, task)
             )
             return info, None
-        result = self._grade(turn.action, task)
-        own_correct = result.score >= 1.0
-        format_ok = not result.format_error
-        if format_ok:
-            answer, answer_correct = _shown(result.extracted), own_correct
-        elif boxed:  # boxes, but not one answer (several values, an empty box): no commitment
-            answer, answer_correct = None, None
-        else:
-            answer, answer_correct = value, self._value_correct(value, task)
+        result, answer, answer_correct = self.read(turn.action, task)
         if graded and answer_correct is None:
             answer_correct = False
         info = {
-            "own_correct": own_correct,
+            "own_correct": result.score >= 1.0,
             "format_error": bool(result.format_error),
-            "format_ok": format_ok,
+            "format_ok": not result.format_error,
             "answer": answer,
             "answer_correct": answer_correct,
             "grade_reason": result.reason,
@@ -226,12 +240,71 @@ def _shown(extracted: Any) -> str | None:
     return text[:200] if text else None
 
 
+# ----------------------------------------------------------------- what it declares
+def math_oracle(task: Task, role: str, instructions: str, graded: bool) -> str:
+    """The scripted oracle's message for one role on a math task (solves it exactly).
+
+    >>> t = Task(id="t", prompt="What is 2 + 3?", answer="5", meta={"solution": "2 + 3 = 5"})
+    >>> math_oracle(t, "verifier", "", graded=True)
+    '2 + 3 = 5\\nThe answer is \\\\boxed{5}.'
+    """
+    solution = str(task.meta.get("solution") or "").strip()
+    boxed = f"The answer is \\boxed{{{task.answer}}}."
+    if graded or "\\boxed" in instructions:
+        return f"{solution}\n{boxed}" if solution else boxed
+    if role == "decomposer":
+        return (
+            "1. Which quantities does the problem give?\n"
+            "2. Which operations combine them, in which order?\n"
+            "3. What is the final value?"
+        )
+    return "Plan: identify the given quantities, apply the operations in order, check the result."
+
+
+def math_score(task: Task, message: str) -> float:
+    """The message graded as the team's final answer: the value plus the format term.
+
+    >>> t = Task(id="t", prompt="1 + 1?", answer="2")
+    >>> math_score(t, "so \\\\boxed{2}"), math_score(t, "It is 2.")
+    (1.0, 0.9)
+    """
+    return MathReward().score_of(message, task)
+
+
+#: The tiny model's warm-start tasks of the math envs (``tasks=`` specs, weights; train
+#: split): difficulty 1 is the default task (operands up to 40), 2 (up to 99) adds breadth.
+MATH_WARM_START_TASKS: tuple[tuple[Any, float], ...] = (
+    ({"name": "arithmetic", "difficulty": 1}, 0.85),
+    ({"name": "arithmetic", "difficulty": 2}, 0.15),
+)
+
+#: The family's metadata. Its warm-start data are mostly short single-solver transcripts:
+#: the arithmetic is learned per example, and longer multi-role transcripts cost more
+#: compute for the same number of answers.
+FAMILY = Family(
+    name="math",
+    teams=TEAMS,
+    tasks=math_task_source,
+    oracle=math_oracle,
+    score=math_score,
+    warm_start=WarmStart(
+        tasks=MATH_WARM_START_TASKS,
+        envs=(
+            ("math-1agent", 0.5),
+            ("math-2agent", 0.35),
+            ("math-3agent", 0.1),
+            ("math-4agent", 0.05),
+        ),  # fmt: skip
+        teacher=MathTeacher,
+    ),
+)
+
+
 #: Env name -> its workflow; registered as ``<name>-v<VERSION>``.
 WORKFLOWS: dict[str, Workflow] = team_workflows(
-    TEAMS,
+    FAMILY,
     prompts=PROMPTS,
     describe=lambda roles: f"math: {' -> '.join(roles)} (graded)",
-    tasks=math_task_source,
     reward_factory=MathReward.from_options,
     options=OPTIONS,
 )

@@ -41,12 +41,24 @@ Example:
 
 from __future__ import annotations
 
+import random
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from flexmg.envs.families.common import team_workflows
-from flexmg.envs.families.math import BOX, FORMAT_WEIGHT, MathReward, math_task_source
+from flexmg.envs.families.math import (
+    BOX,
+    FORMAT_WEIGHT,
+    MATH_WARM_START_TASKS,
+    MathReward,
+    math_oracle,
+    math_score,
+    math_task_source,
+)
+from flexmg.envs.families.teachers import EpisodeActor, MathRoundsActor, MathTeacher
+from flexmg.family import Family, WarmStart
 from flexmg.tasks import Task
 from flexmg.workflow import Workflow
 
@@ -125,9 +137,117 @@ def relay_rate(messages: Iterable[str], problems: Iterable[str]) -> float:
     return sum(carries_problem(m, p) for m, p in pairs) / len(pairs) if pairs else 0.0
 
 
+# ----------------------------------------------------------------- its noisy teacher
+# What a relay teacher's reader or courier writes when it does not pass the problem on
+# (a random number, 0..RELAY_GUESS_MAX, is the other unhelpful message).
+RELAY_FILLERS: tuple[str, ...] = ("ok", "I read it.", "Got it.", "Done.")
+# The relay solver's guess when its context does not carry the problem: 0..RELAY_GUESS_MAX.
+RELAY_GUESS_MAX = 80
+
+
+@dataclass(frozen=True)
+class RelayTeacher(MathTeacher):
+    """Teacher of the relay family: a reader that seldom relays, a solver that needs it.
+
+    * **reader** (sees the problem): writes the problem (the question, or just
+      its expression such as ``19 - 6``) with ``p_relay``; otherwise an
+      unhelpful message (one of :data:`RELAY_FILLERS` or a random number).
+    * **courier** (relay-3agent): copies the message it was given with
+      ``p_copy``, else writes an unhelpful message.
+    * **solver** (graded): when its context carries the problem
+      (:func:`flexmg.envs.families.relay.carries_problem`) it answers like the
+      :class:`MathTeacher` (right, slip or noise; retry values after a wrong
+      round); otherwise it guesses a number in ``0..RELAY_GUESS_MAX``. Answers
+      are boxed with ``p_format``.
+
+    >>> RelayTeacher(p_relay=1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: RelayTeacher.p_relay must be a probability in [0, 1], got 1.5
+    """
+
+    p_relay: float = 0.3
+    p_copy: float = 0.9
+
+    def unhelpful(self, rng: random.Random) -> str:
+        """A message that does not carry the problem: a filler or a random number."""
+        options = len(RELAY_FILLERS) + 1
+        pick = rng.randrange(options)
+        return RELAY_FILLERS[pick] if pick < len(RELAY_FILLERS) else str(rng.randint(0, 99))
+
+    def relay(self, task: Task, rng: random.Random) -> str:
+        """The reader's message: the problem with ``p_relay``, else an unhelpful one."""
+        if rng.random() >= self.p_relay:
+            return self.unhelpful(rng)
+        if rng.random() < 0.5:
+            return task.prompt
+        return " ".join(problem_tokens(task.prompt)) or task.prompt
+
+    def episode_actor(self, task: Task, rng: random.Random) -> EpisodeActor:
+        """An actor for one relay episode on the real env (see :class:`RelayActor`)."""
+        return RelayActor(self, task, rng)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-friendly description (stored in the checkpoint's ``warmstart.json``)."""
+        return {**super().describe(),
+                "reader": "the problem (question or expression) with p_relay, else unhelpful",
+                "courier": "copies its predecessor with p_copy, else unhelpful",
+                "unhelpful": [*RELAY_FILLERS, "a random number 0..99"],
+                "solver": "math teacher when its context carries the problem, "
+                          f"else a guess 0..{RELAY_GUESS_MAX}"}  # fmt: skip
+
+
+@dataclass
+class RelayActor:
+    """:class:`RelayTeacher` acting on a relay env's observations (any horizon)."""
+
+    teacher: RelayTeacher
+    task: Task
+    rng: random.Random
+    solver: MathRoundsActor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.solver = MathRoundsActor(self.teacher, self.task, self.rng)
+
+    def __call__(self, obs: Mapping[str, Any]) -> str:
+        """The message of ``obs["role"]``: reader, courier (any middle role) or solver."""
+        role, context = str(obs.get("role", "")), str(obs.get("context", ""))
+        if role == "reader":
+            return self.teacher.relay(self.task, self.rng)
+        if role != "solver":  # a courier: pass the last message on, or not
+            last = context.rsplit("\n", 1)[-1]
+            message = last.split("]: ", 1)[1] if last.startswith("[") and "]: " in last else ""
+            copy = bool(message) and self.rng.random() < self.teacher.p_copy
+            return message if copy else self.teacher.unhelpful(self.rng)
+        if carries_problem(context, self.task.prompt):
+            return self.solver(obs)
+        self.solver.new_round(int(obs.get("round", 0)))
+        guesses = [str(v) for v in range(RELAY_GUESS_MAX + 1) if str(v) not in self.solver.wrong]
+        guess = self.rng.choice(guesses)
+        self.solver.last = guess
+        return self.teacher.render(guess, self.rng)
+
+
+# ----------------------------------------------------------------- what it declares
+#: The family's metadata: its warm-start data are relay episodes on the real env.
+FAMILY = Family(
+    name="relay",
+    teams=TEAMS,
+    tasks=math_task_source,
+    oracle=math_oracle,
+    score=math_score,
+    ability="multi-agent",  # what dataset export has always written for relay rows
+    warm_start=WarmStart(
+        tasks=MATH_WARM_START_TASKS,
+        envs=(("relay-2agent", 0.75), ("relay-3agent", 0.25)),
+        teacher=lambda: RelayTeacher(),
+        on_env=True,
+    ),
+)
+
 #: Env name -> its workflow; registered as ``<name>-v<VERSION>``.
 WORKFLOWS: dict[str, Workflow] = team_workflows(
-    TEAMS,
+    FAMILY,
     prompts=PROMPTS,
     describe=lambda roles: (
         f"didactic: {' -> '.join(roles)} (graded); only the reader sees the problem"
@@ -136,7 +256,6 @@ WORKFLOWS: dict[str, Workflow] = team_workflows(
         "edges": list(zip(roles, roles[1:])),
         "task_views": {r: hidden_task for r in roles[1:]},
     },
-    tasks=math_task_source,
     reward_factory=MathReward.from_options,
     options=OPTIONS,
 )

@@ -10,14 +10,12 @@ Example:
 from __future__ import annotations
 
 from .boxed import extract_boxed
-from .generators import GENERATORS
 from .grader import REASONS, GradeResult, configure, grade, grade_detailed, shutdown
 from .settings import DATASET_DEFAULTS, GradingSettings, settings_for_task
 from .sources import distinct_prompts, make_math_source
 
 __all__ = [
     "DATASET_DEFAULTS",
-    "GENERATORS",
     "REASONS",
     "GradeResult",
     "GradingSettings",

@@ -100,8 +100,10 @@ def record_to_task(
     elif fmt == "math":
         prompt = str(record["problem"])
         solution = record.get("solution")
-        answer = record.get("answer")
-        if answer is None or str(answer).strip() == "":
+        given = record.get("answer")
+        if given is not None and str(given).strip() != "":
+            answer = str(given)
+        else:
             boxes = extract_boxed(str(solution or ""))
             if not boxes:
                 raise ValueError(
@@ -155,7 +157,7 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     lower = path.name.lower()
     if lower.endswith(".parquet"):
         try:
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # type: ignore[import-untyped]
         except ImportError:
             raise ImportError(
                 f"reading {path} needs pyarrow: `pip install pyarrow` (or convert it to .jsonl)"

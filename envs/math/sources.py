@@ -15,9 +15,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from flexmg.tasks import ListTaskSource, Split, Task, TaskSource
+from flexmg.tasks import (
+    ListTaskSource,
+    Split,
+    Task,
+    TaskSource,
+    task_source_factory,
+    task_source_names,
+)
 
-from .generators import GENERATORS
+from .generators import ArithmeticGenerator as _registered  # noqa: F401 - the package registers them
 from .loaders import FILE_SUFFIXES, FORMATS, is_hf_dataset, load_file, load_hf_dataset
 
 DEFAULT_TASKS = "arithmetic"
@@ -25,7 +32,7 @@ DEFAULT_TASKS = "arithmetic"
 
 def _known() -> str:
     return (
-        f"known generators: {sorted(GENERATORS)} (or {{'name': ..., 'difficulty': 1-5, "
+        f"known generators: {task_source_names('math')} (or {{'name': ..., 'difficulty': 1-5, "
         "config fields...}}); "
         f"dataset files {list(FILE_SUFFIXES)} in formats {list(FORMATS)}; a Hugging Face "
         "datasets.Dataset; or a list of flexmg.tasks.Task"
@@ -57,11 +64,11 @@ def make_math_source(tasks: Any = None, split: Split = "train", **cfg: Any) -> T
     if isinstance(tasks, Mapping):
         config = dict(tasks)
         name = config.pop("name", None)
-        if name not in GENERATORS:
+        if name not in task_source_names("math"):
             raise ValueError(f"task config needs a generator 'name'; got {name!r}; {_known()}")
-        return GENERATORS[name](split=split, **{**config, **cfg})
-    if isinstance(tasks, str) and tasks in GENERATORS:
-        return GENERATORS[tasks](split=split, **cfg)
+        return task_source_factory(name, "math")(split=split, **{**config, **cfg})
+    if isinstance(tasks, str) and tasks in task_source_names("math"):
+        return task_source_factory(tasks, "math")(split=split, **cfg)
     finite_cfg = {k: v for k, v in cfg.items() if k in ("eval_fraction", "test_fraction", "name")}
     unknown = set(cfg) - set(finite_cfg)
     if isinstance(tasks, (str, Path)):

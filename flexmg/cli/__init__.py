@@ -4,7 +4,7 @@ Commands: ``list`` (registered envs), ``check ENV`` (conformance verdict), ``pla
 ENV`` (type each role's message by hand), ``serve ENV`` (an OpenEnv server),
 ``export ENV`` (one dataset row per episode seed), ``sandbox ...`` (sandbox image
 and status), ``train`` / ``eval`` (the MARFT and IPPO learners), ``leaderboard``
-(compare agents), ``view PATH`` (an HTML page of episodes). Every command takes ``--import MODULE`` (import a module that
+(compare agents), ``models`` (the models ``--model`` takes by name), ``view PATH`` (an HTML page of episodes). Every command takes ``--import MODULE`` (import a module that
 registers your envs before the command runs), and an ``ENV`` may be a registered
 id or ``package.module:factory``.
 
@@ -22,13 +22,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from flexmg.cli import check, eval, export, leaderboard, play, serve, train, view
+from flexmg.cli import check, eval, export, leaderboard, models, play, serve, train, view
 from flexmg.cli import list as list_envs
 from flexmg.cli.common import CommandError, import_modules, parse_kwargs
 
 __all__ = ["CommandError", "build_parser", "main", "parse_kwargs"]
 
-COMMANDS = (list_envs, check, play, serve, export, train, eval, leaderboard, view)
+COMMANDS = (list_envs, check, play, serve, export, train, eval, leaderboard, models, view)
 """The command modules, in the order ``flexmg --help`` lists them (``sandbox`` after ``export``)."""
 
 

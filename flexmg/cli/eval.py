@@ -41,23 +41,16 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate a run's checkpoint on an env and print/write the results."""
-    from dataclasses import replace
-
-    from flexmg.agents.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+    from flexmg.agents.checkpoint import CheckpointError, restore_policy
     from flexmg.agents.config import RunConfig, RunConfigError
     from flexmg.agents.evaluation import evaluate_policy
-    from flexmg.agents.policy import TeamPolicy
     from flexmg.agents.trainer import env_roles
     from flexmg.io import atomic_write_text
 
     run = Path(args.run)
     try:
         saved = RunConfig.read(run)
-        ckpt = Path(args.checkpoint) if args.checkpoint else latest_checkpoint(run / "checkpoints")
-        if ckpt is None:
-            raise CheckpointError(f"no checkpoint in {run / 'checkpoints'}")
-        state = load_checkpoint(ckpt)
-    except (OSError, RunConfigError, CheckpointError) as exc:
+    except RunConfigError as exc:
         print(f"flexmg eval: cannot load run {run}: {exc}", file=sys.stderr)
         return 1
     env_id = args.env or saved.train.env
@@ -70,12 +63,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    pcfg = saved.policy_config
-    if args.device:
-        pcfg = replace(pcfg, device=args.device)
-    policy = TeamPolicy(roles, pcfg)
-    policy.load_trainable_state(state["policy"])
-    policy.eval()
+    try:
+        restored = restore_policy(run, args.checkpoint, args.device)
+    except (OSError, RunConfigError, CheckpointError) as exc:
+        print(f"flexmg eval: cannot load run {run}: {exc}", file=sys.stderr)
+        return 1
+    policy = restored.policy
     t0 = time.monotonic()
     result = evaluate_policy(
         policy,
@@ -91,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
         split=args.split,
         seed=args.seed,
         greedy=not args.sample,
-        checkpoint=str(ckpt),
-        updates=int(state["counters"]["updates_done"]),
+        checkpoint=str(restored.checkpoint),
+        updates=restored.updates,
         seconds=time.monotonic() - t0,
     )
     out = (

@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any
 
-from flexmg.cli.common import parse_kwargs
+from flexmg.settings import add_flags, flag_values
 
 
 def add_command(sub: Any) -> None:
@@ -30,64 +30,35 @@ def add_command(sub: Any) -> None:
 
 
 def add_leaderboard_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags of ``flexmg leaderboard`` (flags override the config file's values)."""
+    """The flags of ``flexmg leaderboard``: one per flagged field of its config, plus two.
+
+    The flags come from :class:`~flexmg.baselines.leaderboard.LeaderboardConfig` and
+    override the config file's values; ``--config`` and ``--redo`` are the command's own.
+    """
+    from flexmg.baselines.leaderboard import LeaderboardConfig
+
     p.add_argument(
         "--config", metavar="FILE.yaml", help="leaderboard config (see docs/leaderboard.md)"
     )
-    p.add_argument(
-        "--entries",
-        nargs="+",
-        metavar="SPEC",
-        help="entries: scripted:oracle|empty|random, run:PATH, hf:MODEL, module:callable",
-    )
-    p.add_argument("--envs", nargs="+", metavar="ENV_ID", help="env ids")
-    p.add_argument(
-        "--seeds", nargs="+", type=int, metavar="S", help="leaderboard seeds (default 0 1 2)"
-    )
-    p.add_argument("--episodes", type=int, help="episodes per seed (default 20)")
-    p.add_argument("--out", metavar="DIR", help="output folder (default leaderboards/default)")
-    p.add_argument("--num-envs", type=int, help="vector env size / generation batch (default 8)")
-    p.add_argument("--vectorization", choices=["sync", "async", "ray"], help="vector env kind")
-    p.add_argument("--split", choices=["eval", "train", "all"], help="task split (default eval)")
-    p.add_argument(
-        "--kw",
-        nargs="*",
-        default=[],
-        metavar="KEY=VALUE",
-        help="kwargs for every env (JSON values), e.g. horizon=2",
-    )
     p.add_argument("--redo", action="store_true", help="ignore saved cells and rerun everything")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_flags(p, LeaderboardConfig, title="leaderboard")
 
 
 def build_config(args: argparse.Namespace) -> Any:
-    """The :class:`LeaderboardConfig` from ``--config`` and/or the quick flags."""
+    """The :class:`LeaderboardConfig` of ``--config`` (if given) with the flags on top."""
     from flexmg.baselines.leaderboard import LeaderboardConfig
 
+    flags = flag_values(args, LeaderboardConfig)
     if args.config:
         base = LeaderboardConfig.from_yaml(args.config)
-        data = base.to_dict()
-        config_dir = base.config_dir
+        data, config_dir = base.to_dict(), base.config_dir
+    elif not flags.get("entries") or not flags.get("envs"):
+        raise ValueError("give --config FILE.yaml, or both --entries and --envs")
     else:
-        if not args.entries or not args.envs:
-            raise ValueError("give --config FILE.yaml, or both --entries and --envs")
-        data = {"entries": [], "envs": []}
-        config_dir = None
-    overrides = {
-        "entries": args.entries,
-        "envs": args.envs,
-        "seeds": args.seeds,
-        "episodes": args.episodes,
-        "out": args.out,
-        "num_envs": args.num_envs,
-        "vectorization": args.vectorization,
-        "split": args.split,
-    }
-    data.update({k: v for k, v in overrides.items() if v is not None})
-    if args.kw:
-        data["env_kwargs"] = {**data.get("env_kwargs", {}), **parse_kwargs(args.kw)}
-    data["progress"] = not args.no_progress
-    return LeaderboardConfig.from_dict(data, config_dir=config_dir)
+        data, config_dir = {}, None
+    if "env_kwargs" in flags:
+        flags["env_kwargs"] = {**data.get("env_kwargs", {}), **flags["env_kwargs"]}
+    return LeaderboardConfig.from_dict({**data, **flags}, config_dir=config_dir)
 
 
 def run(args: argparse.Namespace) -> int:

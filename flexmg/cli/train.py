@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from typing import Any
 
-from flexmg.agents.config import PolicyConfig, PPOConfig, TrainConfig
-from flexmg.settings import add_flags, flag_values
+from flexmg.agents.config import TrainConfig
+from flexmg.settings import add_flags, flag_values, from_flags, nested_fields
 
 
 def add_command(sub: Any) -> None:
@@ -30,48 +31,47 @@ def add_command(sub: Any) -> None:
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags of ``flexmg train``: one per flagged config field, plus three of the CLI's own.
+    """The flags of ``flexmg train``: one per flagged field of the run's config, plus two.
 
     The config flags come from the fields of :class:`~flexmg.agents.config.TrainConfig`
-    ("run"), :class:`~flexmg.agents.config.PolicyConfig` ("model") and
-    :class:`~flexmg.agents.config.PPOConfig` ("PPO"); all default to None, so an unset
-    flag keeps the config's default. ``--horizon`` (an env kwarg), ``--resume`` and
-    ``--bf16`` (``dtype="bfloat16"``) are the CLI's own.
+    ("run"), its :class:`~flexmg.agents.config.PolicyConfig` ("model") and its
+    :class:`~flexmg.agents.config.PPOConfig` ("PPO"), shortcuts such as ``--bf16``
+    included; all default to None, so an unset flag keeps the config's default.
+    ``--horizon N`` (short for ``--kw horizon=N``) and ``--resume`` are the command's own.
     """
-    g = p.add_argument_group("run")
-    add_flags(g, TrainConfig)
-    g.add_argument("--horizon", type=int, help="rounds per episode (env kwarg)")
-    g.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
-    m = p.add_argument_group("model")
-    add_flags(m, PolicyConfig)
-    m.add_argument("--bf16", action="store_const", const=True, help="bfloat16 weights")
-    add_flags(p.add_argument_group("PPO"), PPOConfig)
+    add_flags(p, TrainConfig, title="run")
+    p.add_argument("--horizon", type=int, help="rounds per episode (the env kwarg horizon)")
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
 
 
-def config_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """The sections ``train``/``policy``/``ppo`` set by the given (non-None) flags."""
-    out = {
-        "train": flag_values(args, TrainConfig),
-        "policy": flag_values(args, PolicyConfig),
-        "ppo": flag_values(args, PPOConfig),
-    }
-    if getattr(args, "bf16", None):
-        out["policy"]["dtype"] = "bfloat16"
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    """The run's :class:`TrainConfig`: its defaults with the flags given on top."""
+    config = from_flags(args, TrainConfig)
     if getattr(args, "horizon", None) is not None:
-        out["train"]["env_kwargs"] = {"horizon": args.horizon}
-    return out
+        config = replace(config, env_kwargs={**config.env_kwargs, "horizon": args.horizon})
+    return config
+
+
+def given_flags(args: argparse.Namespace) -> list[str]:
+    """The config fields the flags set (every section)."""
+    classes: list[type] = [TrainConfig, *nested_fields(TrainConfig).values()]
+    found = [name for cls in classes for name in flag_values(args, cls)]
+    return sorted({*found, *(["env_kwargs"] if getattr(args, "horizon", None) else [])})
+
+
+RESUME_MAY_CHANGE = {"updates", "progress", "eval_every"}
+"""What ``--resume`` lets the flags change: how long the run goes on and how it reports."""
 
 
 def run(args: argparse.Namespace) -> int:
     """Run (or resume) a training run and print its summary."""
     from flexmg.agents.trainer import Trainer
 
-    ov = config_overrides(args)
     if args.resume:
         from flexmg.agents.checkpoint import CheckpointError
 
-        if ov["policy"] or ov["ppo"] or set(ov["train"]) - {"updates", "progress", "eval_every"}:
-            changed = sorted(set(ov["policy"]) | set(ov["ppo"]) | set(ov["train"]))
+        changed = given_flags(args)
+        if set(changed) - RESUME_MAY_CHANGE:
             print(
                 f"flexmg train: --resume continues the saved configuration; only --updates, "
                 f"--eval-every and --no-progress may change (got {changed})",
@@ -79,12 +79,12 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         try:
-            trainer = Trainer.resume(args.resume, **ov["train"])
+            trainer = Trainer.resume(args.resume, **flag_values(args, TrainConfig))
         except CheckpointError as exc:
             print(f"flexmg train: {exc}", file=sys.stderr)
             return 1
     else:
-        trainer = Trainer(TrainConfig(**ov["train"], policy=ov["policy"], ppo=ov["ppo"]))
+        trainer = Trainer(train_config(args))
     print(f"run folder: {trainer.run_dir}", file=sys.stderr)
     try:
         summary = trainer.run()

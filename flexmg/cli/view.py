@@ -5,7 +5,7 @@ declares its flags on any parser and :func:`run` carries it out.
 
 Example:
     >>> import argparse, flexmg, os, tempfile
-    >>> from flexmg.agents import rollout
+    >>> from flexmg.episodes import rollout
     >>> from flexmg.transcripts import episode_record, write_transcripts
     >>> folder = tempfile.mkdtemp()
     >>> eps = rollout(flexmg.make("echo"), lambda o: "hi", episodes=3).episodes

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from flexmg.agents.prompts import chat_messages
+from flexmg.models.prompts import chat_messages
 
 Messages = list[dict[str, str]]
 RoleFn = Callable[[Messages], str]

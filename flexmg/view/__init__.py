@@ -10,7 +10,7 @@ files, training run folders, ``flexmg eval`` outputs and leaderboard folders
 
 Example:
     >>> import flexmg, os, tempfile
-    >>> from flexmg.agents import rollout
+    >>> from flexmg.episodes import rollout
     >>> from flexmg.transcripts import episode_record, write_transcripts
     >>> from flexmg.view import build_page, load_collection, write_page
     >>> folder = tempfile.mkdtemp()

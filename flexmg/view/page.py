@@ -13,7 +13,7 @@ network request, no form.
 
 Example:
     >>> import flexmg
-    >>> from flexmg.agents import rollout
+    >>> from flexmg.episodes import rollout
     >>> from flexmg.transcripts import episode_record
     >>> from flexmg.view.sources import Collection, EpisodeGroup
     >>> ep = rollout(flexmg.make("echo"), lambda o: "</script><b>hi</b>", episodes=1).episodes[0]

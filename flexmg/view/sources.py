@@ -15,7 +15,7 @@ about where they come from. What each kind of path holds:
 
 Example:
     >>> import flexmg, tempfile, os
-    >>> from flexmg.agents import rollout
+    >>> from flexmg.episodes import rollout
     >>> from flexmg.transcripts import episode_record, write_transcripts
     >>> eps = rollout(flexmg.make("echo"), lambda o: "hi", episodes=2).episodes
     >>> path = os.path.join(tempfile.mkdtemp(), "eps.jsonl")

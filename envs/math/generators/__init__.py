@@ -7,7 +7,8 @@ Pick one by name and override any config field:
 ``make_math_source({"name": "arithmetic", "max_operand": 50, "ops": "+-"})``.
 
 Example:
-    >>> src = GENERATORS["arithmetic"](difficulty=1)
+    >>> from flexmg.tasks import task_source_factory
+    >>> src = task_source_factory("arithmetic", "math")(difficulty=1)
     >>> task = src.get(0)
     >>> task.prompt.startswith("What is"), src.get(0) == task
     (True, True)
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 from .arithmetic import ArithmeticConfig, ArithmeticGenerator
 from .base import (
-    GENERATORS,
     MAX_REDRAWS,
     Generator,
     GeneratorConfig,
@@ -32,7 +32,6 @@ from .linear import LinearConfig, LinearGenerator
 from .word import WordConfig, WordGenerator
 
 __all__ = [
-    "GENERATORS",
     "MAX_REDRAWS",
     "ArithmeticConfig",
     "ArithmeticGenerator",

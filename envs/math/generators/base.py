@@ -13,8 +13,8 @@ split whatever config drew them, and ``get`` redraws deterministically until
 the problem lands in the requested one.
 
 Example:
-    >>> from flexmg.envs.math.generators import GENERATORS
-    >>> src = GENERATORS["arithmetic"](max_operand=50, ops="+-")
+    >>> from flexmg.envs.math.generators import ArithmeticGenerator
+    >>> src = ArithmeticGenerator(max_operand=50, ops="+-")
     >>> src.config.max_operand, src.get(0) == src.get(0)
     (50, True)
 """
@@ -36,6 +36,7 @@ from flexmg.tasks import (
     Task,
     check_split,
     in_split,
+    register_task_source,
     stable_hash,
 )
 
@@ -204,8 +205,8 @@ class Generator(ABC):
     def distinct_prompts(self) -> list[str]:
         """The sorted distinct prompts of this split (generators with :meth:`problems`).
 
-        >>> from flexmg.envs.math.generators import GENERATORS
-        >>> len(GENERATORS["arithmetic"](max_operand=3, split="all").distinct_prompts())
+        >>> from flexmg.envs.math.generators import ArithmeticGenerator
+        >>> len(ArithmeticGenerator(max_operand=3, split="all").distinct_prompts())
         26
         """
         return sorted({p.prompt for p in self.problems() if self.in_split(p)})
@@ -254,11 +255,11 @@ class Generator(ABC):
         return f"{type(self).__name__}({self.config!r}, seed={self.seed}, split={self.split!r})"
 
 
-GENERATORS: dict[str, type[Generator]] = {}
-
-
 def register_generator(cls: type[Generator]) -> type[Generator]:
-    """Add a generator class to :data:`GENERATORS` (checks its table first).
+    """Register a generator class as a math task source (checks its table first).
+
+    It joins the one task-source registry (:func:`flexmg.tasks.register_task_source`,
+    kind ``"math"``) under its ``name``.
 
     Raises:
         ValueError: no name, a difficulty table that misses a level, or a name taken.
@@ -270,7 +271,5 @@ def register_generator(cls: type[Generator]) -> type[Generator]:
         raise ValueError(f"{cls.__name__}.difficulties misses levels {missing}")
     for config in cls.difficulties.values():
         config.validate()
-    if GENERATORS.get(cls.name, cls) is not cls:
-        raise ValueError(f"a generator named {cls.name!r} is already registered")
-    GENERATORS[cls.name] = cls
+    register_task_source(cls.name, cls, kind="math")
     return cls

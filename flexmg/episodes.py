@@ -1,20 +1,22 @@
 """The one episode driver: play a batch of episodes on a vector env, one role at a time.
 
 :func:`play_batch` resets a vector env and steps it until every env has
-finished its episode, asking ``act(role, envs, observations)`` for the
-actions of each role's batch (``envs``: the indices of the envs waiting on
-``role``, in order). Everything that plays episodes goes through it:
+finished its episode, asking the team's actor of each role
+(:class:`flexmg.protocols.Actor`) for the actions of that role's batch.
+Everything that plays episodes goes through it (torch-free):
 
 * :func:`rollout`: a team of agents (scripted, LLM, any ``act(list[obs])``)
   plays ``episodes`` episodes, batch after batch (leaderboards, examples);
+* :func:`flexmg.evaluation.evaluate`: held-out episodes over seeds (training
+  runs' evaluations, ``flexmg eval``, pass@k, the warm start's measurement);
 * :func:`flexmg.agents.samples.collect_rollout`: a team policy plays one batch
-  and each turn becomes a PPO sample (training, and held-out evaluation).
+  and each turn becomes a PPO sample (``on_step`` tells it which env each
+  action was for).
 
 Summaries of the episodes come from :func:`flexmg.metrics.summarize_episodes`.
 
 Example:
     >>> import flexmg
-    >>> from flexmg.agents import rollout
     >>> echo = lambda obs: obs["task"][5:] if obs["role"] == "a" else obs["context"][5:]
     >>> result = rollout(flexmg.make("echo"), {"a": echo, "b": echo}, episodes=4, seed=0)
     >>> result.success_rate, result.summary()["episodes"]
@@ -27,42 +29,51 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from flexmg.agents.base import Agent, as_agent
+from flexmg.actors import team_of
 from flexmg.env import FlexMGEnv
 from flexmg.metrics import EpisodeSummary, summarize_episodes
-from flexmg.protocols import VectorEnv
+from flexmg.protocols import Actor, VectorEnv
 from flexmg.vector import EpisodeResult, SyncVectorEnv
 
-__all__ = ["Act", "RolloutResult", "play_batch", "rollout"]
+__all__ = ["OnStep", "RolloutResult", "play_batch", "rollout"]
 
-Act = Callable[[str, list[int], list[dict]], Sequence[str]]
-"""``act(role, envs, observations) -> actions``: one action per observation of ``role``."""
+OnStep = Callable[[str, list[int], list[str]], None]
+"""``on_step(role, envs, actions)``: after each role's step, the envs it acted in and what it said."""
 
 
 def play_batch(
-    vec: VectorEnv, act: Act, seed: int | Sequence[int], max_steps: int = 100_000
+    vec: VectorEnv,
+    team: Mapping[str, Any] | Any,
+    seed: int | Sequence[int],
+    *,
+    options: dict[str, Any] | None = None,
+    max_steps: int = 100_000,
+    on_step: OnStep | None = None,
 ) -> list[EpisodeResult]:
     """Play one episode per env of ``vec`` (env ``i`` seeded ``seed + i`` or ``seed[i]``) to the end.
 
     Args:
         vec: a flexmg vector env (``flexmg.make_vec``).
-        act: ``act(role, envs, observations)``: one action (str) per observation;
-            ``envs`` are the indices of the envs the observations come from.
+        team: ``{role: actor}`` (actors or ``obs -> str`` functions), or one actor
+            for every role; each step asks the acting role's actor for one action
+            per env waiting on that role.
         seed: ``vec.reset(seed=seed)``.
+        options: ``vec.reset(options=...)`` (e.g. ``{"task": task}``).
         max_steps: guard against a vector env that never finishes (role steps).
+        on_step: called after each role step (see :data:`OnStep`).
 
     Returns:
         The finished episodes, in env order.
 
     >>> import flexmg
     >>> vec = flexmg.make_vec("echo", num_envs=2)
-    >>> def act(role, envs, observations):  # "a" says one word, "b" says another
-    ...     return ["up" if role == "a" else "down" for _ in observations]
-    >>> [(ep.seed, ep.transcript[1].action, ep.success) for ep in play_batch(vec, act, seed=7)]
+    >>> team = {"a": lambda obs: "up", "b": lambda obs: "down"}
+    >>> [(ep.seed, ep.transcript[1].action, ep.success) for ep in play_batch(vec, team, seed=7)]
     [(7, 'down', False), (8, 'down', False)]
     >>> vec.close()
     """
-    vec.reset(seed=seed)
+    actors: dict[str, Actor] = team_of(team, vec.possible_agents)
+    vec.reset(seed=seed, options=options)
     steps = 0
     while not vec.all_done():
         steps += 1
@@ -78,7 +89,9 @@ def play_batch(
             raise RuntimeError(
                 f"vector env chose role {role!r} but no env is waiting on it (observe gave all None)"
             )
-        acts = act(role, envs, [o for o in obs if o is not None])
+        if role not in actors:
+            raise KeyError(f"no agent for role {role!r}; team has {sorted(actors)}")
+        acts = list(actors[role].act([o for o in obs if o is not None]))
         if len(acts) != len(envs):
             raise ValueError(
                 f"the actor for {role!r} returned {len(acts)} actions for {len(envs)} observations"
@@ -87,6 +100,8 @@ def play_batch(
         for i, a in zip(envs, acts):
             actions[i] = a
         vec.step(role, actions)
+        if on_step is not None:
+            on_step(role, envs, acts)
     return vec.episodes()
 
 
@@ -145,17 +160,7 @@ def rollout(
         progress: show a progress bar.
     """
     vec = env if isinstance(env, VectorEnv) else SyncVectorEnv([lambda: env])
-    if isinstance(team, Mapping):
-        agents: dict[str, Agent] = {r: as_agent(a) for r, a in team.items()}
-    else:
-        one = as_agent(team)
-        agents = {r: one for r in vec.possible_agents}
-
-    def act(role: str, envs: list[int], observations: list[dict]) -> list[str]:
-        if role not in agents:
-            raise KeyError(f"no agent for role {role!r}; team has {sorted(agents)}")
-        return agents[role].act(observations)
-
+    actors = team_of(team, vec.possible_agents)
     seeds = _episode_seeds(seed, episodes, vec.num_envs)
     bar = None
     if progress:
@@ -164,7 +169,7 @@ def rollout(
         bar = tqdm(total=episodes, desc="episodes", unit="ep")
     result = RolloutResult()
     for start in range(0, len(seeds), vec.num_envs):
-        batch = play_batch(vec, act, seeds[start : start + vec.num_envs])
+        batch = play_batch(vec, actors, seeds[start : start + vec.num_envs])
         result.episodes.extend(batch[: episodes - len(result.episodes)])
         if bar is not None:
             bar.update(min(len(batch), bar.total - bar.n))

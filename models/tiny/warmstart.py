@@ -3,10 +3,11 @@
 The tiny model starts from random weights, so RL alone would never find a
 ``\\boxed{...}`` answer. This script trains it (all weights, seeded, one CPU
 thread so the result is bit-for-bit reproducible) on role-formatted transcripts
-of the math workflows (``math-1agent`` .. ``math-4agent``, roles read from the
-registry) on train-split arithmetic (the math envs' default task, operands up
-to 40, plus some up to 99), written by the noisy teacher of
-:mod:`flexmg.agents.teacher`: right 40% of the time, its one systematic slip
+of the math workflows (``math-1agent`` .. ``math-4agent``) on train-split
+arithmetic (the math envs' default task, operands up to 40, plus some up to 99),
+each family's warm-start data as it declares them (``Family.warm_start``),
+written by the noisy teacher of
+:mod:`flexmg.envs.families.teachers`: right 40% of the time, its one systematic slip
 (``gold + 1``) 50%, noise otherwise, answers boxed 95% of the time, the work
 shown first (``03+09=13 \\boxed{13}``: operands restated with two digits each).
 
@@ -33,15 +34,15 @@ horizon 2 on the real env (a wrong first round is followed by a retry round
 that sees the env's feedback). The shipped checkpoint uses 0.1 and 0.15 (see
 ``DEFAULTS``).
 
-Run ``python -m flexmg.agents.warmstart`` to rebuild ``agents/assets/tiny/``
+Run ``python -m flexmg.models.tiny.warmstart`` to rebuild ``models/tiny/assets/``
 (``--check`` rebuilds in memory and compares with the shipped weights; both
 stages take about an hour on one core). ``--from-stage1 FOLDER`` runs stage 2
 only, from a checkpoint built with ``--sharpen-steps 0``: the result is the
 same model, bit for bit.
 
 Example:
-    >>> workflow_roles("math-3agent")
-    ('planner', 'solver', 'verifier')
+    >>> [list(w) for w in math_mixture().workflows][2]
+    ['planner', 'solver', 'verifier']
 """
 
 from __future__ import annotations
@@ -57,46 +58,68 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from tqdm import tqdm
 
-from flexmg.agents.teacher import (
-    CodeTeacher,
-    EnvTeacher,
-    MathTeacher,
-    RelayTeacher,
-    Teacher,
-    env_episode,
-    teacher_episode,
-)
-from flexmg.agents.tiny_model import TINY_ASSET_DIR, build_tiny_model, count_parameters, tiny_config
-from flexmg.agents.tokenizer import build_char_tokenizer
+from flexmg.envs.families import family
+from flexmg.envs.families.teachers import EnvTeacher, MathTeacher, Teacher
+from flexmg.family import Family
+from flexmg.models.tiny.model import TINY_ASSET_DIR, build_tiny_model, count_parameters, tiny_config
+from flexmg.models.tiny.tokenizer import build_char_tokenizer
+from flexmg.models.tiny.transcripts import env_episode, teacher_episode
+from flexmg.settings import Settings, add_flags, documented, from_flags, setting
 
-DEFAULTS: dict[str, Any] = {
-    "seed": 0,
-    "steps": 4000,
-    "batch_size": 64,
-    "lr": 3e-3,
-    "warmup": 100,
-    # Share of procedural code episodes in stage 1 (the shipped checkpoint's code comes in
-    # stage 2: sharpen_code_weight).
-    "code_weight": 0.0,
-    # Share of relay episodes (relay teacher on the real relay envs) in the warm-start data.
-    "relay_weight": 0.1,
-    # Share of the math episodes played with horizon 2 (retry rounds after feedback).
-    "multi_round_weight": 0.15,
-    # Stage 2 ("sharpen"): more steps on the same data from stage 1's weights, with a
-    # second warmup + cosine cycle. Stage 1 leaves the arithmetic imprecise (a third of
-    # held-out greedy answers are neither right nor the slip); stage 2 makes the answers
-    # mostly right-or-slip, so the slip is what RL has to unlearn.
-    "sharpen_steps": 3000,
-    "sharpen_lr": 1e-3,
-    # Share of procedural code episodes in stage 2 (stage 1 has none: code_weight 0).
-    "sharpen_code_weight": 0.35,
-}
+
+def _share(v: Any) -> bool:
+    return 0.0 <= v < 1.0
+
+
+@documented
+@dataclass(frozen=True)
+class WarmStartConfig(Settings):
+    """The settings of the shipped warm start (``python -m flexmg.models.tiny.warmstart``).
+
+    Stage 1 leaves the arithmetic imprecise (a third of held-out greedy answers are
+    neither right nor the slip); stage 2 ("sharpen": more steps on the same data from
+    stage 1's weights, with a second warmup + cosine cycle) makes the answers mostly
+    right-or-slip, so the slip is what RL has to unlearn.
+    """
+
+    seed: int = setting(0, "data and initialization seed", flag="--seed")
+    steps: int = setting(4000, "stage 1 steps", flag="--steps")
+    batch_size: int = setting(64, "transcripts per step", flag="--batch-size")
+    lr: float = setting(3e-3, "stage 1 peak learning rate", flag="--lr")
+    warmup: int = setting(100, "stage 1 warmup steps", flag="--warmup")
+    code_weight: float = setting(
+        0.0,
+        "share of procedural code episodes in stage 1 (the shipped code comes in stage 2)",
+        flag="--code-weight",
+        check=(_share, "in [0, 1)"),
+    )
+    relay_weight: float = setting(
+        0.1, "share of relay episodes (on the real relay envs)", flag="--relay-weight",
+        check=(_share, "in [0, 1)"),
+    )  # fmt: skip
+    multi_round_weight: float = setting(
+        0.15,
+        "share of the math episodes played with horizon 2 (retry rounds after feedback)",
+        flag="--multi-round-weight",
+        check=(_share, "in [0, 1)"),
+    )
+    sharpen_steps: int = setting(3000, "stage 2 steps (0: none)", flag="--sharpen-steps")
+    sharpen_lr: float = setting(1e-3, "stage 2 peak learning rate", flag="--sharpen-lr")
+    sharpen_code_weight: float = setting(
+        0.35, "share of procedural code episodes in stage 2", flag="--sharpen-code-weight",
+        check=(_share, "in [0, 1)"),
+    )  # fmt: skip
+
+
+DEFAULTS: dict[str, Any] = WarmStartConfig().to_dict()
+"""The shipped warm start's settings as keywords of :func:`train`."""
 
 
 # ----------------------------------------------------------------------- data
@@ -104,21 +127,9 @@ DEFAULTS: dict[str, Any] = {
 # the test part included (test_fraction 0, so the shipped weights stay reproducible). The
 # tiny model has therefore seen test prompts: report tiny-model figures on eval only.
 WARMSTART_TEST_FRACTION = 0.0
-# Training tasks: (math_source spec, weight); always the train split. Difficulty 1 is the
-# math envs' default task (operands up to 40); difficulty 2 (up to 99) adds breadth.
-MATH_TASKS: tuple[tuple[dict[str, Any], float], ...] = (
-    ({"name": "arithmetic", "difficulty": 1, "test_fraction": WARMSTART_TEST_FRACTION}, 0.85),
-    ({"name": "arithmetic", "difficulty": 2, "test_fraction": WARMSTART_TEST_FRACTION}, 0.15),
-)
-# Workflows (registered env ids) in the warm-start data and their weights.
-# Mostly short single-solver transcripts: the arithmetic is learned per example, and
-# longer multi-role transcripts cost more compute for the same number of answers.
-MATH_WORKFLOWS: tuple[tuple[str, float], ...] = (
-    ("math-1agent", 0.5),
-    ("math-2agent", 0.35),
-    ("math-3agent", 0.1),
-    ("math-4agent", 0.05),
-)
+# What each family provides (its tasks, envs and noisy teacher) is its warm-start
+# declaration (``Family.warm_start``, e.g. ``flexmg.envs.families.math.FAMILY``); the shares
+# of the families are ``DEFAULTS`` above.
 # The weights after this many steps are hashed into ``warmstart.json`` (``prefix_sha256``),
 # so a test can check the first steps of a rebuild without paying for all of them.
 PREFIX_STEPS = 200
@@ -126,40 +137,8 @@ PREFIX_STEPS = 200
 SHARPEN_WARMUP = 50
 
 
-# The procedural code family (train split) and the code workflows; DEFAULTS["code_weight"]
-# is the share of code episodes in the warm-start data.
-CODE_TASKS: dict[str, Any] = {"name": "procedural"}
-# (code-4agent is left out: its tester writes asserts that the env runs, not solutions.)
-CODE_WORKFLOWS: tuple[tuple[str, float], ...] = (
-    ("code-1agent", 0.3),
-    ("code-2agent", 0.55),
-    ("code-3agent", 0.15),
-)
-
-
-# The relay workflows (registered env ids) and their weights; DEFAULTS["relay_weight"] is the
-# share of relay episodes. Their tasks are MATH_TASKS (train split).
-RELAY_WORKFLOWS: tuple[tuple[str, float], ...] = (
-    ("relay-2agent", 0.75),
-    ("relay-3agent", 0.25),
-)
 # Horizon of the multi-round math episodes (DEFAULTS["multi_round_weight"]).
 MULTI_ROUND_HORIZON = 2
-
-
-def workflow_roles(env_id: str) -> tuple[str, ...]:
-    """The roles of a registered env in graph order, read from the registry.
-
-    >>> workflow_roles("math-2agent")
-    ('solver', 'verifier')
-    """
-    import flexmg
-
-    env = flexmg.make(env_id)
-    try:
-        return tuple(env.possible_agents)
-    finally:
-        env.close()
 
 
 def _source_names(sources: Sequence[Any]) -> list[str]:
@@ -208,7 +187,7 @@ class _Mixture:
 class _EnvMixture:
     """Draws (task, env) from weighted task sources and weighted envs; plays the real env.
 
-    Each episode is :func:`~flexmg.agents.teacher.env_episode`: the teacher acts
+    Each episode is :func:`~flexmg.models.tiny.transcripts.env_episode`: the teacher acts
     on the env's own observations (``horizon`` rounds at most).
     """
 
@@ -246,15 +225,49 @@ class _EnvMixture:
         return env_episode(self.envs[env_id], task, self.teacher, rng)
 
 
-def _math_sources() -> list[tuple[Any, float]]:
-    from flexmg.envs.math import make_math_source
+def _sources(fam: Family) -> list[tuple[Any, float]]:
+    """The family's warm-start task sources (train split), with their weights."""
+    return [(fam.task_source(_historic(spec), "train"), w) for spec, w in _declared(fam).tasks]
 
-    return [(make_math_source(spec, split="train"), w) for spec, w in MATH_TASKS]
+
+def _historic(spec: Any) -> dict[str, Any]:
+    """A ``tasks=`` spec with the test part kept in train (see WARMSTART_TEST_FRACTION).
+
+    >>> _historic("procedural")
+    {'name': 'procedural', 'test_fraction': 0.0}
+    """
+    fields = {"name": spec} if isinstance(spec, str) else dict(spec)
+    return {**fields, "test_fraction": WARMSTART_TEST_FRACTION}
 
 
-def relay_mixture(teacher: RelayTeacher | None = None) -> _EnvMixture:
-    """The relay part of the warm-start data: MATH_TASKS on the relay envs (train split)."""
-    return _EnvMixture(_math_sources(), RELAY_WORKFLOWS, teacher or RelayTeacher())
+def _declared(fam: Family) -> Any:
+    if fam.warm_start is None:
+        raise ValueError(f"family {fam.name!r} provides no warm-start data (Family.warm_start)")
+    return fam.warm_start
+
+
+def family_mixture(
+    name: str, teacher: Any = None, horizon: int | None = None
+) -> _Mixture | _EnvMixture:
+    """The warm-start data of family ``name`` (train split), as it declares them.
+
+    Its tasks on its envs, played by its teacher (or ``teacher``): written for round
+    0, or played on the real env when the family says so or ``horizon`` is given.
+    """
+    fam = family(name)
+    data = _declared(fam)
+    player = teacher if teacher is not None else data.teacher()
+    if data.on_env or horizon is not None:
+        return _EnvMixture(_sources(fam), data.envs, player, horizon or 1)
+    workflows = [(tuple(fam.teams[env]), w) for env, w in data.envs]
+    return _Mixture(_sources(fam), workflows, player)
+
+
+def relay_mixture(teacher: EnvTeacher | None = None) -> _EnvMixture:
+    """The relay part of the warm-start data: relay episodes on the real relay envs."""
+    mixture = family_mixture("relay", teacher)
+    assert isinstance(mixture, _EnvMixture)  # the relay family plays on the env
+    return mixture
 
 
 def multi_round_mixture(
@@ -263,24 +276,23 @@ def multi_round_mixture(
     """Math episodes with ``horizon`` rounds on the real math envs (retry after feedback)."""
     if horizon < 2:
         raise ValueError(f"a multi-round mixture needs horizon >= 2, got {horizon}")
-    return _EnvMixture(_math_sources(), MATH_WORKFLOWS, teacher or MathTeacher(), horizon)
+    mixture = family_mixture("math", teacher, horizon)
+    assert isinstance(mixture, _EnvMixture)
+    return mixture
 
 
 def math_mixture(teacher: Teacher | None = None) -> _Mixture:
     """The math part of the warm-start data (train split only)."""
-    workflows = [(workflow_roles(env_id), w) for env_id, w in MATH_WORKFLOWS]
-    return _Mixture(_math_sources(), workflows, teacher or MathTeacher())
+    mixture = family_mixture("math", teacher)
+    assert isinstance(mixture, _Mixture)
+    return mixture
 
 
 def code_mixture(teacher: Teacher | None = None) -> _Mixture:
     """The code part of the warm-start data: procedural tasks, train split only."""
-    from flexmg.envs.code import make_code_source
-
-    source = make_code_source(
-        CODE_TASKS["name"], split="train", test_fraction=WARMSTART_TEST_FRACTION
-    )
-    workflows = [(workflow_roles(env_id), w) for env_id, w in CODE_WORKFLOWS]
-    return _Mixture([(source, 1.0)], workflows, teacher or CodeTeacher())
+    mixture = family_mixture("code", teacher)
+    assert isinstance(mixture, _Mixture)
+    return mixture
 
 
 def _batch(
@@ -579,15 +591,19 @@ def measure(
 ) -> dict[str, Any]:  # fmt: skip
     """Step-0 held-out figures of ``model`` on ``env_id``: greedy rates and pass@k (95% CIs).
 
-    Actions get the trainer's tiny-model token budget for the env.
+    The one evaluation path (:func:`flexmg.evaluation.measure_pass_at_k`) with the
+    learner's own decoder (:class:`~flexmg.models.actor.ModelActor`): compact prompts,
+    temperature-1 sampling, the env family's token budget for the tiny model.
     """
-    from flexmg.agents.pass_at_k import ModelActor
-    from flexmg.agents.pass_at_k import measure as measure_pass_at_k
-    from flexmg.agents.trainer import tiny_policy_defaults
+    from flexmg.evaluation import measure_pass_at_k
+    from flexmg.family import family_of, token_budget
+    from flexmg.models.actor import ModelActor
 
-    budget = tiny_policy_defaults(env_id)["max_new_tokens"]
-    actor = ModelActor(model, build_char_tokenizer(), max_new_tokens=budget, seed=seed)
-    return measure_pass_at_k(env_id, actor, prompts=prompts, k=k, seed=seed, env_kwargs=env_kwargs)
+    budget = token_budget(family_of(env_id), "tiny")
+    tokenizer = build_char_tokenizer()
+    greedy = ModelActor(model, tokenizer, budget, greedy=True, prompt_style="compact")
+    sampled = ModelActor(model, tokenizer, budget, prompt_style="compact", seed=seed)
+    return measure_pass_at_k(greedy, sampled, env_id, prompts, k, seed, env_kwargs)
 
 
 def weights_sha256(model: Any) -> str:
@@ -637,7 +653,7 @@ def same_weights(a: Any, b: Any) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: rebuild the shipped warm-start checkpoint (or ``--check`` it)."""
     parser = argparse.ArgumentParser(
-        prog="python -m flexmg.agents.warmstart", description=__doc__.split("\n")[0]
+        prog="python -m flexmg.models.tiny.warmstart", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--out", type=Path, default=TINY_ASSET_DIR, help="output folder")
     parser.add_argument("--check", action="store_true",
@@ -647,13 +663,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--from-stage1", type=Path, default=None, metavar="FOLDER",
                         help="skip stage 1: start stage 2 from the weights in FOLDER (a "
                         "checkpoint of the same settings with --sharpen-steps 0)")  # fmt: skip
-    for key, value in DEFAULTS.items():
-        parser.add_argument(f"--{key.replace('_', '-')}", type=type(value), default=value)
+    add_flags(parser, WarmStartConfig, title="settings")
     args = parser.parse_args(argv)
-    kwargs = {k: getattr(args, k) for k in DEFAULTS}
+    kwargs = from_flags(args, WarmStartConfig).to_dict()
     stage1 = None
     if args.from_stage1 is not None:
-        from flexmg.agents.tiny_model import load_tiny
+        from flexmg.models.tiny.model import load_tiny
 
         stage1, _ = load_tiny(args.from_stage1)
     model, info = train(**kwargs, progress=not args.no_progress, stage1=stage1)
@@ -666,7 +681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             info["stage1_final_loss"] = earlier.get("final_loss")
             info["stage1_train_seconds"] = earlier.get("train_seconds")
     if args.check:
-        from flexmg.agents.tiny_model import load_tiny
+        from flexmg.models.tiny.model import load_tiny
 
         shipped, _ = load_tiny(args.out)
         ok = same_weights(model, shipped)

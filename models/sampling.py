@@ -1,5 +1,11 @@
 """How flexmg samples actions, and the log-probs of exactly that distribution.
 
+:class:`Decoder` is the one decoder: a causal LM with its tokenizer, prompt
+encoder and stop tokens turns observations into actions. The learner's team
+policy, :class:`~flexmg.models.actor.ModelActor` (a bare model as an actor: the
+warm start's measurement, pass@k of a checkpoint) and every held-out
+evaluation decode with it, so what is measured is what trains.
+
 flexmg owns decoding: :func:`sample_actions` is its own KV-cached loop, so
 nothing is inherited from a model's ``generation_config.json`` (a chat model's
 repetition penalty, top-k or top-p never sneak into rollouts or greedy
@@ -32,7 +38,8 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from flexmg.agents.config import SamplingConfig
+from flexmg.models.config import SamplingConfig
+from flexmg.models.prompts import PromptEncoder
 
 LOGPROB_FLOOR = -100.0
 """Log-prob given to a token outside the top-k/top-p set of the current policy."""
@@ -356,3 +363,63 @@ def chat_turn_end_id(tokenizer: Any) -> int | None:
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     special |= set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
     return int(ids[0]) if ids and ids[0] in special else None
+
+
+class Decoder:
+    """A causal LM decoding observations into actions (flexmg's one decoder).
+
+    Args:
+        model: the causal LM (a peft model works: its active adapter decodes).
+        tokenizer: its tokenizer (pad token set, left padding).
+        prompts: the :class:`~flexmg.models.prompts.PromptEncoder` of the model.
+        stop_source: the model whose configs name the EOS ids (default ``model``).
+        name: the model's name, for error messages.
+    """
+
+    def __init__(
+        self, model: Any, tokenizer: Any, prompts: PromptEncoder, stop_source: Any = None,
+        name: str = "the model",
+    ) -> None:  # fmt: skip
+        self.model, self.tokenizer, self.prompts, self.name = model, tokenizer, prompts, name
+        self.vocab = int(model.get_input_embeddings().num_embeddings)
+        stops = stop_token_ids(stop_source if stop_source is not None else model, tokenizer)
+        self.stop_ids = [i for i in stops if i < self.vocab]
+        if not self.stop_ids:
+            raise ValueError(f"{name!r}: neither the model nor the tokenizer has an EOS id")
+        self._stop_set = set(self.stop_ids)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model's parameters are."""
+        return next(self.model.parameters()).device
+
+    def pad_left(self, seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Left-padded ids and attention mask of token sequences, on the model's device."""
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for i, s in enumerate(seqs):
+            if s:
+                ids[i, width - len(s) :] = torch.as_tensor(s, dtype=torch.long)
+                mask[i, width - len(s) :] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    def text(self, action_ids: Sequence[int]) -> str:
+        """The decoded action, its stop token removed."""
+        ids = list(action_ids)
+        if ids and ids[-1] in self._stop_set:
+            ids = ids[:-1]
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    @torch.no_grad()
+    def generate(
+        self, prompt_ids: Sequence[Sequence[int]], cfg: SamplingConfig, max_new_tokens: int,
+        greedy: bool = False,
+    ) -> tuple[SampledActions, list[str]]:  # fmt: skip
+        """Sample (or greedily decode) one action per prompt; the actions and their texts."""
+        input_ids, attention_mask = self.pad_left(prompt_ids)
+        sampled = sample_actions(
+            self.model, input_ids, attention_mask, cfg, max_new_tokens, self.stop_ids,
+            self.tokenizer.pad_token_id, greedy=greedy,
+        )  # fmt: skip
+        return sampled, [self.text(a) for a in sampled.action_ids]

@@ -1,60 +1,50 @@
-"""Noisy teachers: the transcripts the tiny model is warm-started on.
+"""Noisy teachers: scripted players of the env families with controlled mistakes.
 
-A teacher plays every role of a workflow on a training task and writes what
-each role says. Its own answer is **right** with probability ``p_right``, its
-**one systematic slip** with probability ``p_slip`` (the mode), and noise
-otherwise; a later role copies its predecessor's answer with probability
-``p_copy``. It writes the answer well-formed (a ``\\boxed{}`` value for math,
-a fenced ``python`` block for code) with probability ``p_format``. The math
-teacher shows its work on two-operand problems: the operands restated with two
-digits each, then its value (``03+09=13 \\boxed{13}``), the short scratchpad
-that lets a 2-layer model learn the arithmetic in a few thousand steps.
+A teacher plays every role of a workflow on a task and writes what each role
+says. Its own answer is **right** with probability ``p_right``, its **one
+systematic slip** with probability ``p_slip`` (the mode), and noise otherwise;
+a later role copies its predecessor's answer with probability ``p_copy``. It
+writes the answer well-formed (a ``\\boxed{}`` value for math, a fenced
+``python`` block for code) with probability ``p_format``. The math teacher shows
+its work on two-operand problems: the operands restated with two digits each,
+then its value (``03+09=13 \\boxed{13}``), the short scratchpad that lets a
+2-layer model learn the arithmetic in a few thousand steps.
 
-A model fitted to these transcripts formats almost every answer, follows the
-slip when decoding greedily, and finds the right answer often when sampling:
-RL then has a learnable signal (avoid the slip) that carries over to unseen
-problems.
+Each family names its teacher in its warm-start data (``Family.warm_start``):
+the tiny model's warm start (``flexmg.models.tiny``) fits these transcripts, so it
+formats almost every answer, follows the slip when decoding greedily, and finds
+the right answer often when sampling: RL then has a learnable signal (avoid the
+slip) that carries over to unseen problems.
 
-Two more kinds of transcript are played on the **real env** (:func:`env_episode`:
-the teacher acts on the env's own observations, so prompts, context and
-feedback are exactly what the env shows the model):
+Two teachers also act on the **real env**, round after round (an actor per
+episode, :meth:`MathTeacher.episode_actor`):
 
 * **Retry rounds** (``horizon >= 2``): after feedback that the team's answer
   is wrong, the math teacher answers right with ``p_retry_right`` and never
   repeats a value the feedback called wrong, so feedback carries information.
-* **Relay** (``relay-2agent``, ``relay-3agent``): :class:`RelayTeacher`'s reader
-  passes the problem on only with ``p_relay``; the solver answers like the
-  math teacher when its context carries the problem and guesses otherwise, so
-  the reader's behaviour is left for RL to learn from the team reward alone.
+* **Relay** (``relay-2agent``, ``relay-3agent``): the relay family's teacher
+  (:class:`flexmg.envs.families.relay.RelayTeacher`) builds on the math teacher.
 
 Example:
     >>> import random
     >>> from flexmg.tasks import Task
-    >>> task = Task(id="t", prompt="What is 2 + 3?", answer="5")
-    >>> pairs = teacher_episode(task, ("solver", "verifier"), MathTeacher(), random.Random(0))
-    >>> [prompt.rsplit(chr(10), 1)[-1] for prompt, _ in pairs]
-    ['[solver]:', '[verifier]:']
+    >>> task = Task(id="t", prompt="What is 3 + 9?", answer="12")
+    >>> MathTeacher(p_right=1.0, p_slip=0.0).value(task, random.Random(0))
+    '03+09=12'
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from flexmg.agents.prompts import compact_prompt
 from flexmg.tasks import Task
 
 # Offsets of the math teacher's noise (never 0, never the slip's +1).
 MATH_NOISE_OFFSETS: tuple[int, ...] = (-10, -2, -1, 2, 3, 10)
-# What a relay teacher's reader or courier writes when it does not pass the problem on
-# (a random number, 0..RELAY_GUESS_MAX, is the other unhelpful message).
-RELAY_FILLERS: tuple[str, ...] = ("ok", "I read it.", "Got it.", "Done.")
-# The relay solver's guess when its context does not carry the problem: 0..RELAY_GUESS_MAX.
-RELAY_GUESS_MAX = 80
-
 #: One episode's actor: the env's observation -> the action (stateful within the episode).
 EpisodeActor = Callable[[Mapping[str, Any]], str]
 
@@ -256,7 +246,7 @@ class CodeTeacher(NoisyTeacherRates):
 class MathRoundsActor:
     """The math teacher acting on the env's observations, round after round.
 
-    Round 0 is played as in :func:`teacher_episode`: each role answers (right,
+    Round 0 is played as a round-0 transcript is written: each role answers (right,
     slip or noise) or copies its predecessor's value with ``p_copy``. When the
     env starts another round (the team's answer was wrong), every value the
     team submitted that is not the gold answer counts as judged wrong, and the
@@ -293,150 +283,9 @@ class MathRoundsActor:
         return self.teacher.render(value, self.rng)
 
 
-@dataclass(frozen=True)
-class RelayTeacher(MathTeacher):
-    """Teacher of the relay family: a reader that seldom relays, a solver that needs it.
-
-    * **reader** (sees the problem): writes the problem (the question, or just
-      its expression such as ``19 - 6``) with ``p_relay``; otherwise an
-      unhelpful message (one of :data:`RELAY_FILLERS` or a random number).
-    * **courier** (relay-3agent): copies the message it was given with
-      ``p_copy``, else writes an unhelpful message.
-    * **solver** (graded): when its context carries the problem
-      (:func:`flexmg.envs.families.relay.carries_problem`) it answers like the
-      :class:`MathTeacher` (right, slip or noise; retry values after a wrong
-      round); otherwise it guesses a number in ``0..RELAY_GUESS_MAX``. Answers
-      are boxed with ``p_format``.
-
-    >>> RelayTeacher(p_relay=1.5)
-    Traceback (most recent call last):
-    ...
-    ValueError: RelayTeacher.p_relay must be a probability in [0, 1], got 1.5
-    """
-
-    p_relay: float = 0.3
-    p_copy: float = 0.9
-
-    def unhelpful(self, rng: random.Random) -> str:
-        """A message that does not carry the problem: a filler or a random number."""
-        options = len(RELAY_FILLERS) + 1
-        pick = rng.randrange(options)
-        return RELAY_FILLERS[pick] if pick < len(RELAY_FILLERS) else str(rng.randint(0, 99))
-
-    def relay(self, task: Task, rng: random.Random) -> str:
-        """The reader's message: the problem with ``p_relay``, else an unhelpful one."""
-        if rng.random() >= self.p_relay:
-            return self.unhelpful(rng)
-        if rng.random() < 0.5:
-            return task.prompt
-        from flexmg.envs.families.relay import problem_tokens
-
-        return " ".join(problem_tokens(task.prompt)) or task.prompt
-
-    def episode_actor(self, task: Task, rng: random.Random) -> EpisodeActor:
-        """An actor for one relay episode on the real env (see :class:`RelayActor`)."""
-        return RelayActor(self, task, rng)
-
-    def describe(self) -> dict[str, Any]:
-        """JSON-friendly description (stored in the checkpoint's ``warmstart.json``)."""
-        return {**super().describe(),
-                "reader": "the problem (question or expression) with p_relay, else unhelpful",
-                "courier": "copies its predecessor with p_copy, else unhelpful",
-                "unhelpful": [*RELAY_FILLERS, "a random number 0..99"],
-                "solver": "math teacher when its context carries the problem, "
-                          f"else a guess 0..{RELAY_GUESS_MAX}"}  # fmt: skip
-
-
-@dataclass
-class RelayActor:
-    """:class:`RelayTeacher` acting on a relay env's observations (any horizon)."""
-
-    teacher: RelayTeacher
-    task: Task
-    rng: random.Random
-    solver: MathRoundsActor = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.solver = MathRoundsActor(self.teacher, self.task, self.rng)
-
-    def __call__(self, obs: Mapping[str, Any]) -> str:
-        """The message of ``obs["role"]``: reader, courier (any middle role) or solver."""
-        from flexmg.envs.families.relay import carries_problem
-
-        role, context = str(obs.get("role", "")), str(obs.get("context", ""))
-        if role == "reader":
-            return self.teacher.relay(self.task, self.rng)
-        if role != "solver":  # a courier: pass the last message on, or not
-            last = context.rsplit("\n", 1)[-1]
-            message = last.split("]: ", 1)[1] if last.startswith("[") and "]: " in last else ""
-            copy = bool(message) and self.rng.random() < self.teacher.p_copy
-            return message if copy else self.teacher.unhelpful(self.rng)
-        if carries_problem(context, self.task.prompt):
-            return self.solver(obs)
-        self.solver.new_round(int(obs.get("round", 0)))
-        guesses = [str(v) for v in range(RELAY_GUESS_MAX + 1) if str(v) not in self.solver.wrong]
-        guess = self.rng.choice(guesses)
-        self.solver.last = guess
-        return self.teacher.render(guess, self.rng)
-
-
 class EnvTeacher(Protocol):
     """A teacher that plays the real env: one stateful actor per episode."""
 
     def episode_actor(self, task: Task, rng: random.Random) -> EpisodeActor:
         """The actor of one episode on ``task`` (observation -> action)."""
         ...
-
-
-def env_episode(
-    env: Any, task: Task, teacher: EnvTeacher, rng: random.Random
-) -> list[tuple[str, str]]:
-    """(compact prompt, action) pairs of one episode of the real ``env`` played by ``teacher``.
-
-    The env is reset on ``task`` and stepped with the teacher's actions, so each
-    prompt is :func:`~flexmg.agents.prompts.compact_prompt` of the env's own
-    observation: the role's view of the task, the context (earlier rounds
-    included) and the feedback, exactly as the tiny model sees them in training.
-
-    >>> import flexmg
-    >>> env = flexmg.make("relay-2agent")
-    >>> task = Task(id="t", prompt="What is 2 + 3?", answer="5")
-    >>> pairs = env_episode(env, task, RelayTeacher(p_relay=1.0), random.Random(0))
-    >>> [prompt.rsplit(chr(10), 1)[-1] for prompt, _ in pairs]
-    ['[reader]:', '[solver]:']
-    """
-    env.reset(seed=0, options={"task": task})
-    actor = teacher.episode_actor(task, rng)
-    pairs: list[tuple[str, str]] = []
-    while env.agents:
-        role = env.agent_selection
-        if env.terminations.get(role) or env.truncations.get(role):
-            env.step(None)
-            continue
-        obs = env.observe(role)
-        action = actor(obs)
-        pairs.append((compact_prompt(obs), action))
-        env.step(action)
-    return pairs
-
-
-def teacher_episode(
-    task: Task, roles: Sequence[str], teacher: Teacher, rng: random.Random
-) -> list[tuple[str, str]]:
-    """(compact prompt, action) pairs of one round-0 episode played by ``teacher``.
-
-    Every role sees the task and its predecessors' outputs exactly as the env
-    renders them (``[role]: action`` lines), in the tiny model's compact format.
-    """
-    pairs: list[tuple[str, str]] = []
-    outputs: list[tuple[str, str]] = []
-    last = ""
-    for i, role in enumerate(roles):
-        value = last if i > 0 and rng.random() < teacher.p_copy else teacher.value(task, rng)
-        action = teacher.render(value, rng)
-        context = "\n".join(f"[{r}]: {a}" for r, a in outputs)
-        obs = {"task": task.prompt, "role": role, "context": context, "feedback": "", "round": 0}
-        pairs.append((compact_prompt(obs), action))
-        outputs.append((role, action))
-        last = value
-    return pairs

@@ -7,7 +7,7 @@ newline and tab, plus special tokens) and wrapped as a
 vocabulary (any other unicode) map to ``<unk>``: hostile text never crashes it.
 
 Example:
-    >>> from flexmg.agents.tokenizer import build_char_tokenizer
+    >>> from flexmg.models.tiny.tokenizer import build_char_tokenizer
     >>> tok = build_char_tokenizer()
     >>> ids = tok("7+5")["input_ids"]
     >>> len(ids), tok.decode(ids)

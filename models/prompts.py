@@ -9,11 +9,15 @@ Three prompt styles turn an env observation (keys ``task``, ``role``,
 * ``"plain"``: a role-prompt format with full instructions, for models
   without a chat template.
 
-Torch-free: :class:`~flexmg.agents.policy.TeamPolicy`, :class:`~flexmg.agents.llm_agent.LLMAgent`
-and the framework integrations all render observations with these functions.
+:class:`PromptEncoder` turns an observation into a model's prompt token ids
+within a token budget (the oldest context is cut first, :func:`fit_observation`).
+
+Torch-free: every decoder (:mod:`flexmg.models.sampling`: the learner's team
+policy, ``ModelActor``) and the framework integrations render observations with
+these functions.
 
 Example:
-    >>> from flexmg.agents.prompts import compact_prompt
+    >>> from flexmg.models.prompts import compact_prompt
     >>> obs = {"task": "What is 7 + 5?", "role": "verifier", "context": "[solver]: \\\\boxed{12}"}
     >>> print(compact_prompt(obs))
     Q:What is 7 + 5?
@@ -25,6 +29,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
+
+__all__ = [
+    "CUT_MARKER",
+    "PROMPT_STYLES",
+    "PromptEncoder",
+    "chat_messages",
+    "compact_prompt",
+    "fit_observation",
+    "plain_prompt",
+    "render_prompt",
+    "resolve_prompt_style",
+]
 
 PROMPT_STYLES = ("auto", "compact", "chat", "plain")
 _CUT = "..."
@@ -209,3 +225,68 @@ def _shorten(text: str, kept: int, keep: str) -> str:
         return text[:kept] + "\n" + marker if kept else marker
     half = kept // 2
     return text[:half] + "\n" + marker + "\n" + text[len(text) - (kept - half) :]
+
+
+class PromptEncoder:
+    """An observation -> the token ids of its prompt, in a resolved style, within a budget.
+
+    Args:
+        tokenizer: the model's tokenizer (a Hugging Face tokenizer).
+        style: a resolved prompt style (``compact``, ``chat`` or ``plain``).
+        max_prompt_tokens: the budget; longer prompts lose their oldest context first.
+
+    >>> from flexmg.models.tiny.tokenizer import build_char_tokenizer
+    >>> enc = PromptEncoder(build_char_tokenizer(), "compact", max_prompt_tokens=64)
+    >>> ids = enc.prompt_ids({"task": "2+2?", "role": "solver"})
+    >>> ids[0] == enc.tokenizer.bos_token_id, len(ids)
+    (True, 17)
+    """
+
+    def __init__(self, tokenizer: Any, style: str, max_prompt_tokens: int) -> None:
+        if style not in ("compact", "chat", "plain"):
+            raise ValueError(f"unresolved prompt style {style!r}: expected compact, chat or plain")
+        self.tokenizer = tokenizer
+        self.style = style
+        self.max_prompt_tokens = int(max_prompt_tokens)
+
+    def render(self, obs: Mapping[str, Any]) -> str:
+        """The prompt text of one observation."""
+        if not isinstance(obs, Mapping):
+            raise TypeError(f"an observation must be a dict, got {type(obs).__name__}")
+        return render_prompt(obs, self.style, self.tokenizer)
+
+    def encode(self, prompt: str) -> list[int]:
+        """Token ids of a rendered prompt (BOS first in the compact style), not cut."""
+        tok = self.tokenizer
+        # Lone surrogates (hostile text) would crash the Rust tokenizer: replace them.
+        prompt = prompt.encode("utf-8", "replace").decode("utf-8")
+        if self.style == "compact":
+            ids = [tok.bos_token_id, *tok(prompt, add_special_tokens=False)["input_ids"]]
+        else:
+            ids = tok(prompt, add_special_tokens=self.style == "plain")["input_ids"]
+        if not ids:
+            ids = [tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id]
+        return list(ids)
+
+    def prompt_ids(self, obs: Mapping[str, Any]) -> list[int]:
+        """Token ids of ``obs``'s prompt, at most ``max_prompt_tokens`` of them.
+
+        An over-long prompt keeps its system prompt, role instructions and task:
+        the oldest context is cut, with a visible marker, in the middle of the
+        prompt (:func:`fit_observation`). Should even that not fit, the ids keep
+        their head and their end.
+        """
+        limit = self.max_prompt_tokens
+        cache: dict[str, list[int]] = {}
+
+        def ids_of(o: Mapping[str, Any]) -> list[int]:
+            text = self.render(o)
+            if text not in cache:
+                cache[text] = self.encode(text)
+            return cache[text]
+
+        ids = ids_of(fit_observation(obs, lambda o: len(ids_of(o)) <= limit))
+        if len(ids) > limit:
+            tail = min(64, limit // 4)
+            ids = ids[: limit - tail] + ids[len(ids) - tail :]
+        return ids

@@ -2,12 +2,12 @@
 
 Nothing is downloaded: the architecture is a small ``Qwen2Config`` (so LoRA can
 target ``q_proj`` / ``v_proj`` exactly as on a real Qwen model) and the
-tokenizer comes from :mod:`flexmg.agents.tokenizer`. The warm-started weights
-ship in ``agents/assets/tiny/`` and are reproduced bit-for-bit by
-``python -m flexmg.agents.warmstart``.
+tokenizer comes from :mod:`flexmg.models.tiny.tokenizer`. The warm-started weights
+ship in ``models/tiny/assets/`` and are reproduced bit-for-bit by
+``python -m flexmg.models.tiny.warmstart``.
 
 Example:
-    >>> from flexmg.agents.tiny_model import build_tiny_model, count_parameters
+    >>> from flexmg.models.tiny.model import build_tiny_model, count_parameters
     >>> model = build_tiny_model(seed=0)
     >>> count_parameters(model) > 100_000
     True
@@ -21,9 +21,9 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-from flexmg.agents.tokenizer import build_char_tokenizer, char_vocab
+from flexmg.models.tiny.tokenizer import build_char_tokenizer, char_vocab
 
-TINY_ASSET_DIR = Path(__file__).resolve().parent / "assets" / "tiny"
+TINY_ASSET_DIR = Path(__file__).resolve().parent / "assets"
 
 TINY_DEFAULTS: dict[str, Any] = {
     "hidden_size": 128,
@@ -128,7 +128,7 @@ def load_tiny(
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(
             f"no tiny-model checkpoint in {folder} (expected config.json and "
-            "model.safetensors); rebuild it with `python -m flexmg.agents.warmstart`"
+            "model.safetensors); rebuild it with `python -m flexmg.models.tiny.warmstart`"
         )
     model = Qwen2ForCausalLM.from_pretrained(folder, dtype=torch.float32)
     model.eval()

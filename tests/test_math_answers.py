@@ -31,3 +31,27 @@ def test_answer_kinds(answer, correct, gold, earlier, kind) -> None:
 def test_numbers_and_sameness() -> None:
     assert number_of("1/0") is None and number_of("") is None and number_of("1e5") is None
     assert same_answer("3/4", "\\frac{3}{4}") and not same_answer("3", "4")
+
+
+def test_the_env_names_each_role_answer_and_copying() -> None:
+    import flexmg
+
+    env = flexmg.make("math-2agent")
+    env.reset(seed=0)
+    gold = int(env.task.answer)
+    env.step(f"It is {gold + 1}.")
+    env.step(f"\\boxed{{{gold + 1}}}")
+    roles = env.episode_metrics["per_role"]
+    assert (roles["solver"]["answer_kind"], roles["solver"]["copies_earlier"]) == (
+        "off_by_one",
+        False,
+    )
+    assert (roles["verifier"]["answer_kind"], roles["verifier"]["copies_earlier"]) == (
+        "repeats_earlier",
+        True,
+    )
+    env.reset(seed=0)
+    env.step(f"It is {gold + 1}.")
+    env.step(f"No: {gold}.")
+    roles = env.episode_metrics["per_role"]
+    assert roles["verifier"]["answer_kind"] == "right" and not roles["verifier"]["copies_earlier"]

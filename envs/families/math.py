@@ -11,7 +11,7 @@
 | Graded role | the last role of the round (verifier; the solver alone in math-1agent) |
 | Episode end | terminated when solved (the graded answer's value is right) or when the last round (``horizon``, default 1) is judged; truncated only by ``max_rounds`` |
 | Arguments | ``tasks`` (default: ``arithmetic`` difficulty 1), ``split``, ``horizon``, ``max_rounds``, ``roles``, ``prompts``, ``max_action_chars``, ``render_mode``, ``grade_timeout``, ``format_weight`` |
-| Credit info | ``infos[role]``: ``answer`` (the value the role committed to: its one boxed answer, else, with no box at all, its last number; None), ``own_correct``, ``format_ok``, ``answer_correct``, ``format_error``, ``grade_reason``, ``graded`` |
+| Credit info | ``infos[role]``: ``answer`` (the value the role committed to: its one boxed answer, else, with no box at all, its last number; None), ``answer_kind`` (``right``, ``off_by_one``, ``sign``, ``no_answer``, ``repeats_earlier``, ``other``), ``copies_earlier`` (its answer is one an earlier role of the round gave), ``own_correct``, ``format_ok``, ``answer_correct``, ``format_error``, ``grade_reason``, ``graded`` |
 
 ``format_ok`` is True when the message gives exactly one boxed answer (the same
 box repeated counts once); ``answer_correct`` says whether the role's answer
@@ -209,6 +209,7 @@ class MathReward:
     def __call__(self, task: Task, transcript: Sequence[TurnRecord]) -> Judgement:
         """Judge the latest round."""
         graded, role_info, result = judge_turns(self.credit, task, transcript)
+        _name_answers(role_info, task)
         team = role_info[graded.role]
         correct, format_ok = bool(team["answer_correct"]), bool(team["format_ok"])
         if correct:
@@ -230,6 +231,22 @@ class MathReward:
                 "answer_correct": correct,
             },
         )
+
+
+def _name_answers(role_info: dict[str, dict[str, Any]], task: Task) -> None:
+    """Add each role's ``answer_kind`` and ``copies_earlier`` (roles in the round's order).
+
+    ``copies_earlier``: its answer equals one an earlier role of the round committed to;
+    ``answer_kind``: ``right`` or the kind of wrong answer (:mod:`flexmg.envs.math.answers`).
+    """
+    from flexmg.envs.math.answers import answer_kind, same_answer
+
+    earlier: list[str | None] = []
+    for info in role_info.values():
+        answer = info.get("answer")
+        info["answer_kind"] = answer_kind(answer, info.get("answer_correct"), task.answer, earlier)
+        info["copies_earlier"] = any(same_answer(answer, e) for e in earlier)
+        earlier.append(answer)
 
 
 def _shown(extracted: Any) -> str | None:

@@ -46,6 +46,7 @@ __all__ = [
     "evaluate_batches",
     "evaluation_record",
     "measure_pass_at_k",
+    "play_prompts",
     "task_key",
 ]
 
@@ -265,19 +266,52 @@ def measure_pass_at_k(
     samples), ``pass@k_success``/``_correct`` (the unbiased estimator,
     :func:`flexmg.metrics.pass_at_k`).
     """
-    kwargs = {**dict(env_kwargs or {}), "split": "eval"}
+    played = play_prompts(
+        greedy, sampled, env_id, prompts, k, seed=seed, env_kwargs=env_kwargs, progress=progress
+    )
+    return {"env": env_id, **_pass_at_k_figures(played["greedy"], played["sampled"], k)}
+
+
+def play_prompts(
+    greedy: Mapping[str, Any] | Any,
+    sampled: Mapping[str, Any] | Any,
+    env_id: str,
+    prompts: int = 300,
+    n: int = 8,
+    *,
+    seed: int = 0,
+    split: str = "eval",
+    env_kwargs: Mapping[str, Any] | None = None,
+    batch_size: int = 64,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """One greedy and ``n`` sampled episodes on each of ``prompts`` distinct prompts of ``split``.
+
+    Returns ``{"seeds", "greedy": [metrics per prompt], "sampled": [[metrics] * n per
+    prompt]}``, prompts in the same order every time for the same arguments, so two
+    calls (before and after training) pair up prompt by prompt
+    (:func:`flexmg.report.learning_report`). Asking for more prompts than the split
+    has gives all it has.
+
+    >>> echo = {"a": lambda o: o["task"][5:], "b": lambda o: o["context"][5:]}
+    >>> out = play_prompts(echo, echo, "echo", prompts=3, n=2)
+    >>> len(out["greedy"]), [len(row) for row in out["sampled"]]
+    (3, [2, 2, 2])
+    """
+    kwargs = {**dict(env_kwargs or {}), "split": split}
     seeds = distinct_prompt_seeds(env_id, prompts, seed, kwargs)
     if progress:
-        progress(f"{env_id}: {len(seeds)} distinct eval prompts; greedy")
-    first = evaluate(greedy, env_id, seeds, env_kwargs=kwargs)
+        progress(f"{env_id}: {len(seeds)} distinct {split} prompts; greedy")
+    first = evaluate(greedy, env_id, seeds, env_kwargs=kwargs, batch_size=batch_size)
     samples: list[list[dict[str, Any]]] = [[] for _ in seeds]
-    if k > 0:
+    if n > 0:
         if progress:
-            progress(f"{env_id}: {k} samples per prompt")
-        flat = evaluate(sampled, env_id, [s for s in seeds for _ in range(k)], env_kwargs=kwargs)
+            progress(f"{env_id}: {n} samples per prompt")
+        repeated = [s for s in seeds for _ in range(n)]
+        flat = evaluate(sampled, env_id, repeated, env_kwargs=kwargs, batch_size=batch_size)
         for i, m in enumerate(flat):
-            samples[i // k].append(m)
-    return {"env": env_id, **_pass_at_k_figures(first, samples, k)}
+            samples[i // n].append(m)
+    return {"seeds": seeds, "greedy": first, "sampled": samples}
 
 
 def _pass_at_k_figures(

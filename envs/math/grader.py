@@ -198,8 +198,11 @@ def _clean_gold(gold: str) -> str:
 
 
 def _gold_boxes(text: str) -> str | None:
-    """A gold written with boxes: one box is the answer; several joined by ``,``, ``;``,
-    ``and``, ``or`` or no words are a list; otherwise the last box is (None: no box)."""
+    """The answer of a gold written with boxes (None: it has none).
+
+    One box is the answer; several joined by ``,``, ``;``, ``and``, ``or`` or
+    no words are a list; otherwise the last box is the answer.
+    """
     boxes = [b.strip() for b in extract_boxed(text)]
     if not boxes or not all(boxes):
         return None

@@ -507,8 +507,10 @@ def _read_value(
 
 
 def _gather_unit_tail(text: str, words: _Words, gold: Reading | None) -> str:
-    """``18 km/h``, ``18 m^2``: a tail of unit words and short unit letters after a number
-    becomes one run of words (a letter the gold uses as a variable stays a variable)."""
+    """Gather a unit tail after a number (``18 km/h``, ``18 m^2``) into one run of words.
+
+    A letter the gold uses as a variable stays a variable.
+    """
     match = _UNIT_TAIL.search(text)
     if match is None or match.start() == 0 or not re.search(r"\d\s*$", text[: match.start()]):
         return text

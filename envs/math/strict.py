@@ -66,7 +66,8 @@ def decimals_written(text: str) -> int | None:
 
 
 def percent_value(expr: Basic, percent: str = "sign") -> Basic:
-    """math-verify's ``x%`` (``x * UnevaluatedExpr(1/100)``) read by the percent policy:
+    """Read math-verify's ``x%`` (``x * UnevaluatedExpr(1/100)``) by the percent policy.
+
     ``x`` with ``"sign"``, ``x/100`` with ``"fraction"``; anything else unchanged.
 
     >>> from math_verify import parse

@@ -217,6 +217,8 @@ class _Parser:
         raise Ambiguous(f"{text!r} cannot start a value")
 
     def number(self, text: str) -> Node:
+        if self.peek()[1] == "_" and "." not in text:
+            return self.based(text)
         if self.peek()[1] in ("_", "'", "!"):
             raise Ambiguous("a number with a subscript, prime or factorial")
         if "." in text:
@@ -234,6 +236,17 @@ class _Parser:
                 return ("num", value[1] + numerator[1] / denominator[1], None, 0)
             self.pos = save
         return value
+
+    def based(self, digits: str) -> Node:
+        """``4343_6``: digits in the base of their subscript (2 to 36)."""
+        self.take()
+        kind, base = self.take()
+        if base == "{":
+            kind, base = self.take()
+            self.expect("}")
+        if kind != "num" or not 2 <= int(base) <= 36 or any(int(d) >= int(base) for d in digits):
+            raise Ambiguous("a subscript that is not a base")
+        return ("num", Fraction(int(digits, int(base))), None, 0)
 
     def letter(self, text: str) -> Node:
         if text == "E":

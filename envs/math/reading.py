@@ -47,7 +47,7 @@ from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
 
-from .scan import is_wrapped, split_top, top_level_matches
+from .scan import depths, is_wrapped, split_top, top_level_matches
 from .settings import GradingSettings
 from .symbols import is_name, marks, normalize_primes, undefined_form, variables
 from .vocabulary import (
@@ -60,10 +60,12 @@ from .vocabulary import (
 )
 
 MAX_GOLD_WORDS = 8  # a gold with more words than this is prose (a whole solution)
-_RAW_GOLD = re.compile(r"\$|\\\[|\\\(|\n")
+_RAW_GOLD = re.compile(r"(?<!\\)\$|\\\[|\\\(|\n")
 _AMBIGUOUS_COMMA = re.compile(r"^\s*-?(?:0,\d+|\d+,(?!\d{3}\s*$)\d+)\s*$|;.*,|,.*;")
 ELLIPSIS_WRITINGS = frozenset({"\\ldots", "\\dots", "\\cdots", "...", "\\dotsc", "\\dotsb", "…"})
 MAX_UNIT_WORDS = 4
+MAX_NESTING = 24  # brackets deeper than this are not an answer (and slow every parser)
+_SIGN_RUN = re.compile(r"[-+]\s*[-+]\s*[-+]\s*[-+]")
 
 
 @dataclass(frozen=True)
@@ -182,9 +184,9 @@ _DEGREES = re.compile(
 )
 _CURRENCY = re.compile(r"\\\$|[€£¥]")
 _PERCENT_SIGN = re.compile(r"\\?%\s*$")
-_UNIT_TAIL = re.compile(
-    "(?:\\s*(?:\x01\\d+\x02|(?<![A-Za-z\\\\])[A-Za-z]{1,2}(?![A-Za-z]))"
-    "(?:\\s*\\^\\s*\\{?\\s*[23]\\s*\\}?)?(?:\\s*/\\s*)?)+\\s*$"
+# One token of a unit tail: a run of words, a one- or two-letter unit, a power, a slash.
+_TAIL_TOKEN = re.compile(
+    "\\s+|\x01\\d+\x02|[A-Za-z]{1,2}(?![A-Za-z])|\\^\\s*\\{?\\s*[23]\\s*\\}?|/"
 )
 _UNIT_TOKEN = re.compile("\x01(\\d+)\x02|([A-Za-z]{1,2})")
 _POWER_TAIL = re.compile(r"\s*\^\s*\{?\s*[23]\s*\}?")
@@ -332,7 +334,7 @@ def _read(text: str, settings: GradingSettings, gold: Reading | None) -> Reading
     spaced = _SPACING.sub(lambda m: m.group(1) or " ", _COSMETIC.sub("", text))
     source = normalize_primes(spaced).strip()
     if not trusted:
-        refusal = _refused_command(source)
+        refusal = _refused_command(source) or _refused_nesting(source)
         if refusal is not None:
             return refusal
     if trusted or gold is None or gold.text is None:
@@ -382,6 +384,16 @@ def _read(text: str, settings: GradingSettings, gold: Reading | None) -> Reading
             if _SIDE_BY_SIDE.search(value):
                 return Refusal("shape", f"two numbers side by side are not one value: {value!r}")
     return reading
+
+
+def _refused_nesting(text: str) -> Refusal | None:
+    """Brackets nested deeper than any answer needs, or a run of signs (``----1``)."""
+    level = depths(text)
+    if level and max(level) > MAX_NESTING:
+        return Refusal("unparseable", f"brackets nested over {MAX_NESTING} deep")
+    if _SIGN_RUN.search(text):
+        return Refusal("unparseable", "a run of four or more signs")
+    return None
 
 
 def _refused_command(text: str) -> Refusal | None:
@@ -511,25 +523,41 @@ def _gather_unit_tail(text: str, words: _Words, gold: Reading | None) -> str:
 
     A letter the gold uses as a variable stays a variable.
     """
-    match = _UNIT_TAIL.search(text)
-    if match is None or match.start() == 0 or not re.search(r"\d\s*$", text[: match.start()]):
+    start = _tail_start(text)
+    if start is None or start == 0 or not re.search(r"\d\s*$", text[:start]):
         return text
+    tail = text[start:]
     gathered: list[str] = []
-    for token in _UNIT_TOKEN.finditer(match.group()):
+    for token in _UNIT_TOKEN.finditer(tail):
         if token.group(1) is not None:
             gathered += words.runs[int(token.group(1))]
             continue
         letters = token.group(2)
         if letters.lower() not in SHORT_UNITS or (gold is not None and letters in gold.variables):
             return text
-        if gold is None and not text[: match.start()].endswith(" ") and len(letters) == 1:
+        if gold is None and not text[:start].endswith(" ") and len(letters) == 1:
             return text  # a gold's 5m may be 5 times m
         gathered.append(letters)
-    if not gathered or all(
-        _PLACEHOLDER.fullmatch(t.group()) for t in _UNIT_TOKEN.finditer(match.group())
-    ):
+    if not gathered or all(_PLACEHOLDER.fullmatch(t.group()) for t in _UNIT_TOKEN.finditer(tail)):
         return text
-    return text[: match.start()] + " " + words.add(gathered)
+    return text[:start] + " " + words.add(gathered)
+
+
+def _tail_start(text: str) -> int | None:
+    """Where the longest run of unit-tail tokens reaching the end of ``text`` starts (linear)."""
+    start, position = 0, 0
+    while position < len(text):
+        token = _TAIL_TOKEN.match(text, position)
+        if token is None:
+            position += 1
+            start = position
+        else:
+            position = token.end()
+    if start >= len(text):
+        return None
+    while start < len(text) and text[start].isspace():
+        start += 1
+    return start if start < len(text) else None
 
 
 def _unit_refusal(
@@ -567,7 +595,7 @@ def _scaled(text: str, scale: Fraction) -> str:
 
 # ------------------------------------------------------------------ text answers
 _TEXT_WRAPPER = re.compile(_TEXT_OPEN.pattern + r"([^{}]*)\}")
-_PLAIN_TEXT = re.compile(r"[A-Za-z][A-Za-z\s'\-]*")
+_PLAIN_TEXT = re.compile(r"[A-Za-z]+(?:[\s'][A-Za-z]+|-[A-Za-z]+)*")
 
 
 def plain_text(text: str, require_wrapper: bool = True) -> str | None:
@@ -586,7 +614,7 @@ def plain_text(text: str, require_wrapper: bool = True) -> str | None:
     if not _PLAIN_TEXT.fullmatch(inner):
         return None
     squeezed = re.sub(r"\s+", " ", inner)
-    letters = squeezed.replace(" ", "")
+    letters = re.sub(r"[^A-Za-z]", "", squeezed)
     if not wrapped and require_wrapper and (len(letters) < 3 or "\\" in text):
         return None
     return letters if len(letters) == 1 else squeezed.lower()

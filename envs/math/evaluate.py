@@ -82,6 +82,9 @@ def _shape(text: str) -> Node:
 def _compare_shapes(answer: Node, gold: Node, precision: int, tolerance: float) -> Decision:
     kind = gold[0]
     if answer[0] != kind:
+        shapes = {answer[0], kind}
+        if "expr" in shapes and shapes & {"matrix", "union", "tuple"}:
+            return Decision("wrong", f"a {answer[0]} for a {kind} (math-verify never equates them)")
         raise _Undecided("different shapes")
     if kind == "expr":
         return _decide(answer[1], gold[1], precision, tolerance)

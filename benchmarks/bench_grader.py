@@ -146,12 +146,19 @@ def _wrong_variants(gold: str, others: list[str], rng: random.Random) -> list[st
         out.append(gold[1:])
     elif category(gold) in ("fraction", "radical", "expression", "other"):
         out.append("-" + gold if "=" not in gold else gold.replace("=", "= -", 1))
-    if gold.strip()[:1] in "([" and gold.strip()[-1:] in ")]" and gold.count(",") == 1:
+    if _is_interval(gold):
         flipped = {"(": "[", "[": "(", ")": "]", "]": ")"}
         stripped = gold.strip()
         out.append(flipped[stripped[0]] + stripped[1:-1] + flipped[stripped[-1]])
     out.append(rng.choice([o for o in others if o != gold]))
     return out
+
+
+def _is_interval(gold: str) -> bool:
+    """An interval (not a point such as ``(8, -2)``): flipping a bracket makes it wrong."""
+    import sympy
+
+    return isinstance(_sympy_of(gold), sympy.Interval) and "\\cup" not in gold
 
 
 def symbolic_pairs(data: Path, seed: int = 0) -> list[Pair]:
@@ -340,11 +347,14 @@ def main() -> None:
         grade_detailed(completion, gold)
     print(f"hostile 100k-char completions: {100 / (time.perf_counter() - start):,.0f} grades/s")
     t0 = time.perf_counter()
-    result = grade_detailed("\\boxed{9^{9^{9^9}}}", "5", timeout=1.0)
+    result = grade_detailed("\\boxed{(2^{2^{30}})!}", "5", timeout=1.0)
     print(
-        f"\\boxed{{9^{{9^{{9^9}}}}}} with a 1 s deadline: {result.reason} after "
+        f"\\boxed{{(2^{{2^{{30}}}})!}} with a 1 s CPU deadline: {result.reason} after "
         f"{time.perf_counter() - t0:.2f} s"
     )
+    t0 = time.perf_counter()
+    result = grade_detailed("\\boxed{9^{9^{9^9}}}", "5", timeout=1.0)
+    print(f"\\boxed{{9^{{9^{{9^9}}}}}}: {result.reason} after {time.perf_counter() - t0:.3f} s")
 
 
 if __name__ == "__main__":

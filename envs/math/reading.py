@@ -53,6 +53,7 @@ from .symbols import is_name, marks, normalize_primes, undefined_form, variables
 from .vocabulary import (
     CURRENCY_PREFIXES,
     MATRIX_ENVIRONMENTS,
+    OPERATOR_NAMES,
     SHORT_UNITS,
     command_kind,
     scale_of,
@@ -150,13 +151,20 @@ class Reading:
 _COSMETIC = re.compile(
     r"\\(?:left|right)\s*\.|\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|Biggl|Biggr|big|Big"
     r"|bigg|Bigg|middle)(?![a-zA-Z])|\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits"
-    r"|mathstrut|strut)(?![a-zA-Z])|\\(?:h|v)space\*?\s*\{[^{}]*\}|(?<!\\)\$"
+    r"|mathstrut|strut)(?![a-zA-Z])|\\(?:h|v)space\*?\s*\{[^{}]*\}|(?<!\\)\$|(?:\\\\\s*)+$"
 )
 _SPACING = re.compile(
     r"(\\\\)|\\(?:quad|qquad|enspace|thinspace|negthinspace|medspace|thickspace)(?![a-zA-Z])"
     r"|\\[,;:! ]|~"
 )
 _COMMAND = re.compile(r"\\([a-zA-Z]+)")
+_OPERATOR_NAME = re.compile(r"\\operatorname\s*\{([^{}]*)\}")
+_NON_ASCII = re.compile("[^\\x00-\\x7f€£¥]")
+# Numbers glued in ways parsers read differently: {7}{8}, 7{8}, 7'8, 7% 8.
+_GLUED = re.compile(
+    r"\{\s*[-+]?[\d.]+\s*\}\s*\{\s*[-+]?[\d.]|(?<![\\\w])\d+\s*\{\s*[-+]?\d|\d\s*['\"]|\\?%\s*\S"
+)
+_COMMAND_GROUPS = re.compile(r"\\[a-zA-Z]+\s*(?:\[[^\[\]]*\]\s*)?(?:\{[^{}]*\}\s*)+")
 _BEGIN = re.compile(r"\\begin\s*\{\s*([a-zA-Z*]+)\s*\}")
 _TEXT_OPEN = re.compile(
     r"\\(?:text|textbf|textit|textrm|textnormal|textsf|texttt|textup|textmd|mbox|hbox|mathrm|emph)"
@@ -381,7 +389,7 @@ def _read(text: str, settings: GradingSettings, gold: Reading | None) -> Reading
             bad = undefined_form(value)
             if bad is not None:
                 return Refusal("indeterminate", f"{bad} has no value")
-            if _SIDE_BY_SIDE.search(value):
+            if _SIDE_BY_SIDE.search(value) or _GLUED.search(_COMMAND_GROUPS.sub(" X ", value)):
                 return Refusal("shape", f"two numbers side by side are not one value: {value!r}")
     return reading
 
@@ -406,6 +414,14 @@ def _refused_command(text: str) -> Refusal | None:
             return Refusal("obscured", f"\\{name} strikes out, hides or stacks part of the answer")
         if kind in ("macro", "unknown"):
             return Refusal("unknown_command", f"\\{name} is not a command an answer needs")
+    for match in _OPERATOR_NAME.finditer(text):
+        if match.group(1).strip().lower() not in OPERATOR_NAMES:
+            return Refusal(
+                "unknown_command", f"\\operatorname{{{match.group(1)}}} is not a known function"
+            )
+    stray = _NON_ASCII.search(text)
+    if stray is not None:
+        return Refusal("unparseable", f"the character {stray.group()!r} is not part of an answer")
     for match in _BEGIN.finditer(text):
         if match.group(1).rstrip("*") not in MATRIX_ENVIRONMENTS:
             return Refusal(
@@ -676,6 +692,8 @@ def _check_single(answer: Reading, gold: Reading) -> Refusal | None:
         for item in answer.items:
             if any(_tuple_length(v) > 1 for v in item.values):
                 return Refusal("shape", "a tuple, interval or list for a single value")
+            if any(_SET_LIKE.search(v) or _ONE_IN_BRACKETS.fullmatch(v) for v in item.values):
+                return Refusal("shape", "a set, a union or a bracketed list for a single value")
     if answer.set_braces and not gold.set_braces:
         return Refusal("shape", "set braces around a single value")
     if not answer.items or not gold.items:
@@ -690,6 +708,10 @@ def _check_single(answer: Reading, gold: Reading) -> Refusal | None:
     if mine.label and theirs.label and _label_key(mine.label) != _label_key(theirs.label):
         return Refusal("relation", f"the answer names {mine.label!r}, the gold {theirs.label!r}")
     return None
+
+
+_SET_LIKE = re.compile(r"\\\{|\\(?:cup|cap|setminus)(?![a-zA-Z])")
+_ONE_IN_BRACKETS = re.compile(r"\s*\[[^,\[\]]*\]\s*")
 
 
 def _tuple_length(value: str) -> int:

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import re
 
+from .vocabulary import OPERATOR_NAMES
+
 _PRIME_COMMAND = re.compile(r"\^\s*\{\s*((?:\\prime\s*)+)\}|\^\s*\\prime|\\prime")
 _PRIME = re.compile(r"([A-Za-z]|\\[a-zA-Z]+|[)}])(\s*'+)")
 # Operators whose subscripts are bounds or bases of a computation.
@@ -45,9 +47,9 @@ _ACCENT = re.compile(
 )
 _SPACE_AND_BRACES = re.compile(r"[\s{}]")
 _COMMAND = re.compile(r"\\([a-zA-Z]+)")
-_GROUP_ARGUMENT = re.compile(
-    r"\\(?:operatorname|mathbb|mathcal|mathscr|mathfrak|text\w*|mbox|mathrm|begin|end)\s*\{[^{}]*\}"
-)
+_GROUP_ARGUMENT = re.compile(r"\\(?:text\w*|mbox|mathrm|begin|end)\s*\{[^{}]*\}")
+# \mathbb{R}, \mathcal{x}, \operatorname{x}: the argument is one symbol's name.
+_NAMED_SYMBOL = re.compile(r"\\(mathbb|mathcal|mathscr|mathfrak|operatorname)\s*\{([^{}]*)\}")
 _SUB_OR_SUPER_GROUP = re.compile(r"_\s*(?:\{(?:[^{}]|\{[^{}]*\})*\}|\\[a-zA-Z]+|[A-Za-z0-9])")
 _GREEK = frozenset(
     "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu "
@@ -55,6 +57,7 @@ _GREEK = frozenset(
     "Xi Sigma Upsilon Phi Psi Omega ell".split()
 )
 _NOT_VARIABLES = frozenset({"e"})  # Euler's number
+_NUMBER_SETS = frozenset("RZNQCP")  # \mathbb{R} and the like are sets, not variables
 
 _UNDEFINED = re.compile(
     r"(?<![\d.])0\s*\^\s*\{?\s*0\s*\}?(?![\d.])"
@@ -116,8 +119,15 @@ def variables(text: str) -> frozenset[str]:
     ``\\mathbb`` and the like are not variables; nor is ``e`` (Euler's number).
     """
     text = _GROUP_ARGUMENT.sub(" ", text)
+    found = {
+        f"{m.group(1)}{{{m.group(2).strip()}}}"
+        for m in _NAMED_SYMBOL.finditer(text)
+        if not (m.group(1) == "operatorname" and m.group(2).strip().lower() in OPERATOR_NAMES)
+        and not (m.group(1) == "mathbb" and m.group(2).strip() in _NUMBER_SETS)
+    }
+    text = _NAMED_SYMBOL.sub(" ", text)
     text = _SUB_OR_SUPER_GROUP.sub(" ", text)
-    found = {m.group(1) for m in _COMMAND.finditer(text) if m.group(1) in _GREEK}
+    found |= {m.group(1) for m in _COMMAND.finditer(text) if m.group(1) in _GREEK}
     text = _COMMAND.sub(" ", text)
     found.update(c for c in text if c.isascii() and c.isalpha() and c not in _NOT_VARIABLES)
     return frozenset(found)

@@ -91,6 +91,16 @@ for _kind, _names in (
 MATRIX_ENVIRONMENTS = frozenset("pmatrix bmatrix Bmatrix matrix smallmatrix array".split())
 
 
+# Names an ``\\operatorname{...}`` may carry in an answer (anything else is refused).
+OPERATOR_NAMES = frozenset(
+    """
+    lcm gcd sgn sign rank tr trace re im arg mod proj span diag ord deg cis sech csch arcsec
+    arccsc arccot arsinh arcosh artanh arcsinh arccosh arctanh erf li si ci det dim ker id var
+    cov lg ln log exp sin cos tan cot sec csc
+    """.split()
+)
+
+
 def command_kind(name: str) -> str:
     """``math``, ``spacing``, ``text``, ``hedge``, ``hidden``, ``macro`` or ``unknown``.
 

@@ -16,7 +16,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "grading.md"
 HACK_CLASSES = {
     "equation", "inequality", "text_hedge", "scale", "approximation", "set_braces", "obscured",
     "superscript", "degenerate", "primes", "subscripts", "accents", "lists", "multiple_values",
-    "units_keep", "unknown_command", "near_miss", "choices", "sets_for_values",
+    "units_keep", "unknown_command", "near_miss", "choices", "sets_for_values", "junk_padding",
 }  # fmt: skip
 HONEST_CLASSES = {
     "float_repr", "sci_notation", "unicode", "boxed_unbraced", "thousands", "scale_words",
@@ -77,6 +77,7 @@ def test_refusals_name_the_rule_broken(outcomes: list) -> None:
         "free_variable",
         "indeterminate",
         "unparseable",
+        "shape",
         "unknown_command",
     }
     assert by_class["units_keep"] == {"extra_text"}

@@ -36,7 +36,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from .latex_expr import Ambiguous, Node, read_shape
+from .latex_expr import Ambiguous, Malformed, Node, read_shape
 from .tolerance import judge
 
 _DPS = 50
@@ -60,7 +60,7 @@ class _TooBig(_Undecided):
 
 @dataclass(frozen=True)
 class Decision:
-    """An in-process verdict: ``correct`` or ``wrong``, and why."""
+    """An in-process verdict: ``correct``, ``wrong`` or ``malformed`` (no expression), and why."""
 
     verdict: str
     detail: str
@@ -71,8 +71,13 @@ def compare(
 ) -> Decision | None:
     """The verdict on ``answer`` against ``gold``, or None to ask math-verify."""
     try:
-        gold_shape = _shape(gold)
         answer_shape = _shape(answer)
+    except Malformed as exc:
+        return Decision("malformed", f"not an expression: {exc}")
+    except (Ambiguous, ArithmeticError, ValueError, RecursionError):
+        return None
+    try:
+        gold_shape = _shape(gold)
         return _compare_shapes(answer_shape, gold_shape, precision, float_tolerance)
     except (Ambiguous, _Undecided, ArithmeticError, ValueError, OverflowError, RecursionError):
         return None

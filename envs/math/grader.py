@@ -382,7 +382,8 @@ def _equivalent(
         decision = compare(content, gold, options.precision, options.float_tolerance)
         fast = None if decision is None else (decision.verdict, decision.detail)
     if fast is not None:
-        return (1.0 if fast[0] == "correct" else 0.0), fast[0], fast[1]
+        reason = "unparseable" if fast[0] == "malformed" else fast[0]
+        return (1.0 if reason == "correct" else 0.0), reason, fast[1]
     key = (gold, content, options.key())
     cached = _cache.get(key)
     if cached is not None:

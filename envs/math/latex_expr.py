@@ -51,11 +51,28 @@ class Ambiguous(Exception):
     """The text is outside what this reader takes to have a single meaning."""
 
 
+class Malformed(Ambiguous):
+    """The text is no expression at all.
+
+    An operator with nothing on one side, a stray dot, an empty group: a parser
+    that reads part of it and drops the rest would grade junk.
+    """
+
+
+# Tokens that can never start a value: finding one where a value must start is malformed.
+_NOT_A_START = frozenset(
+    {"*", "/", "^", "_", ":", "!", "'", "&", ")", "]", "}", "\\}", "=", "<", ">", ",", "end"}
+    | {"\\times", "\\cdot", "\\div", "\\circ"}
+)
+
+
 def _tokens(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     position = 0
     for match in _TOKEN.finditer(text):
         if match.start() != position:
+            if text[position] == ".":
+                raise Malformed("a stray dot")
             raise Ambiguous(f"unexpected character {text[position]!r}")
         position = match.end()
         kind = match.lastgroup
@@ -63,6 +80,8 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         if kind != "space":
             out.append((kind, match.group()))
     if position != len(text):
+        if text[position] == ".":
+            raise Malformed("a stray dot")
         raise Ambiguous(f"unexpected character {text[position]!r}")
     return out
 
@@ -172,6 +191,10 @@ class _Parser:
             return ("num", Fraction(int(text)), None, 0)
         if kind == "letter" or (kind == "cmd" and (text[1:] in GREEK or text == "\\pi")):
             return self.atom()
+        if text in _FRACS or text == "\\sqrt":  # x^\frac12: the command is the exponent
+            return self.atom()
+        if text in _NOT_A_START or kind == "end":
+            raise Malformed("a superscript with nothing in it")
         raise Ambiguous("an exponent that is not a group, a digit or a letter")
 
     def group(self) -> Node:
@@ -214,6 +237,8 @@ class _Parser:
             return inner
         if kind == "cmd":
             return self.command(text)
+        if text in _NOT_A_START or kind == "end":
+            raise Malformed(f"{text or 'the end'!r} where a value must start")
         raise Ambiguous(f"{text!r} cannot start a value")
 
     def number(self, text: str) -> Node:
@@ -231,8 +256,8 @@ class _Parser:
             self.take()
             numerator, denominator = self.argument(), self.argument()
             if numerator[0] == "num" and denominator[0] == "num" and numerator[2] is None:
-                if denominator[1] == 0:
-                    raise Ambiguous("a zero denominator")
+                if denominator[1] == 0 or numerator[1] >= denominator[1]:
+                    raise Ambiguous("a whole number before an improper fraction")
                 return ("num", value[1] + numerator[1] / denominator[1], None, 0)
             self.pos = save
         return value
@@ -244,7 +269,9 @@ class _Parser:
         if base == "{":
             kind, base = self.take()
             self.expect("}")
-        if kind != "num" or not 2 <= int(base) <= 36 or any(int(d) >= int(base) for d in digits):
+        if kind != "num" or not base.isdigit() or not 2 <= int(base) <= 36:
+            raise Ambiguous("a subscript that is not a base")
+        if any(int(d) >= int(base) for d in digits):
             raise Ambiguous("a subscript that is not a base")
         return ("num", Fraction(int(digits, int(base))), None, 0)
 

@@ -47,7 +47,7 @@ from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
 
-from .scan import depths, is_wrapped, split_top, top_level_matches
+from .scan import balanced, depths, is_wrapped, split_top, top_level_matches
 from .settings import GradingSettings
 from .symbols import is_name, marks, normalize_primes, undefined_form, variables
 from .vocabulary import (
@@ -67,6 +67,11 @@ ELLIPSIS_WRITINGS = frozenset({"\\ldots", "\\dots", "\\cdots", "...", "\\dotsc",
 MAX_UNIT_WORDS = 4
 MAX_NESTING = 24  # brackets deeper than this are not an answer (and slow every parser)
 _SIGN_RUN = re.compile(r"[-+]\s*[-+]\s*[-+]\s*[-+]")
+_BINARY = r"[*/:&|<>,;]|\\(?:times|cdot|div|in|le|leq|ge|geq|ne|neq|cup|cap|mid|to)(?![a-zA-Z])"
+_DANGLING = re.compile(
+    rf"^\s*(?:{_BINARY}|[!'])|(?:{_BINARY}|[-+=^_]|\\pm|\\mp)\s*$"
+    r"|\\(?:ldots|dots|cdots)\s*\d|\d\s*\\(?:ldots|dots|cdots)"
+)
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,7 @@ _SPACING = re.compile(
     r"|\\[,;:! ]|~"
 )
 _COMMAND = re.compile(r"\\([a-zA-Z]+)")
+_INNER_ELLIPSIS = re.compile(r"\\(?:ldots|dots|cdots|dotsc|dotsb|dotsm)(?![a-zA-Z])|\.\.\.")
 _OPERATOR_NAME = re.compile(r"\\operatorname\s*\{([^{}]*)\}")
 _NON_ASCII = re.compile("[^\\x00-\\x7f€£¥]")
 # Numbers glued in ways parsers read differently: {7}{8}, 7{8}, 7'8, 7% 8.
@@ -384,23 +390,46 @@ def _read(text: str, settings: GradingSettings, gold: Reading | None) -> Reading
         words=found_words,
         notes=tuple(notes),
     )
-    if not trusted:
+    if gold is not None:  # an answer
         for value in values:
             bad = undefined_form(value)
             if bad is not None:
                 return Refusal("indeterminate", f"{bad} has no value")
             if _SIDE_BY_SIDE.search(value) or _GLUED.search(_COMMAND_GROUPS.sub(" X ", value)):
                 return Refusal("shape", f"two numbers side by side are not one value: {value!r}")
+            gold_text = " ".join(v for i in gold.items for v in (i.values or (i.relation or "",)))
+            gold_text += gold.raw or ""
+            if _INNER_ELLIPSIS.search(value) and not _INNER_ELLIPSIS.search(gold_text):
+                return Refusal(
+                    "shape", f"an ellipsis inside a value the gold writes out: {value!r}"
+                )
+            if "\\circ" in value and "\\circ" not in gold_text:
+                return Refusal("unparseable", "\\circ that is not a degree sign")
     return reading
 
 
 def _refused_nesting(text: str) -> Refusal | None:
-    """Brackets nested deeper than any answer needs, or a run of signs (``----1``)."""
+    """Refuse what no well-formed answer has.
+
+    Unbalanced or too deep brackets, a dangling operator, ``&`` outside a matrix,
+    an odd number of ``|``, a run of signs.
+
+    math-verify reads a part of such a box and drops the rest, so a value padded
+    with junk (``8\\frac{7}{1}\\times``, ``\\frac{7}{1}\\}``) would be graded by the part.
+    """
     level = depths(text)
     if level and max(level) > MAX_NESTING:
         return Refusal("unparseable", f"brackets nested over {MAX_NESTING} deep")
     if _SIGN_RUN.search(text):
         return Refusal("unparseable", "a run of four or more signs")
+    if not balanced(text):
+        return Refusal("unparseable", "unbalanced brackets")
+    if _DANGLING.search(text):
+        return Refusal("unparseable", "an operator with nothing on one side")
+    if "&" in text and "\\begin" not in text:
+        return Refusal("unparseable", "& outside a matrix")
+    if text.count("|") % 2 or text.count("%") > 1:
+        return Refusal("unparseable", "an odd number of | or several % signs")
     return None
 
 
@@ -710,7 +739,7 @@ def _check_single(answer: Reading, gold: Reading) -> Refusal | None:
     return None
 
 
-_SET_LIKE = re.compile(r"\\\{|\\(?:cup|cap|setminus)(?![a-zA-Z])")
+_SET_LIKE = re.compile(r"\\\{|\\(?:cup|cap|setminus|mathbb|emptyset|varnothing)(?![a-zA-Z])")
 _ONE_IN_BRACKETS = re.compile(r"\s*\[[^,\[\]]*\]\s*")
 
 

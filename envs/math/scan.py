@@ -50,6 +50,26 @@ def depths(text: str) -> list[int]:
     return out
 
 
+def balanced(text: str) -> bool:
+    """True when every bracket closes one opened before it and all are closed.
+
+    Kinds may differ (``[0, 1)`` is an interval), counts may not.
+
+    >>> balanced("[0, 1)"), balanced("(1))"), balanced("\\frac{7}{1}\\}")
+    (True, False, False)
+    """
+    depth = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if _OPEN.fullmatch(token):
+            depth += 1
+        elif _CLOSE.fullmatch(token):
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
 def top_level_matches(text: str, pattern: re.Pattern[str] | str) -> list[re.Match[str]]:
     """Matches of ``pattern`` that start outside every bracket.
 

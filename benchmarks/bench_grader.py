@@ -148,7 +148,7 @@ def _wrong_variants(gold: str, others: list[str], rng: random.Random) -> list[st
         out.append("-" + gold if "=" not in gold else gold.replace("=", "= -", 1))
     if _is_interval(gold):
         flipped = {"(": "[", "[": "(", ")": "]", "]": ")"}
-        stripped = gold.strip()
+        stripped = re.sub(r"\\(?:left|right)", "", gold).strip()
         out.append(flipped[stripped[0]] + stripped[1:-1] + flipped[stripped[-1]])
     out.append(rng.choice([o for o in others if o != gold]))
     return out

@@ -255,8 +255,6 @@ def grade_detailed(
     gold_clean = _clean_gold(gold)
     if not gold_clean:
         raise ValueError(f"gold answer is empty ({gold!r}); every math task needs one")
-    gold_reading = read(gold_clean, options)
-    assert isinstance(gold_reading, Reading)
 
     wall = _WallBound(timeout * WALL_FACTOR)
     boxes = extract_boxed(completion)
@@ -280,7 +278,10 @@ def grade_detailed(
     if len(contents) > 1:
         if not all(contents):
             return _multiple(len(contents))
-        if 2 <= len(contents) <= gold_reading.count and len(contents) <= MAX_LISTED_BOXES:
+        if (
+            2 <= len(contents) <= _gold_reading(gold_clean, options).count
+            and len(contents) <= MAX_LISTED_BOXES
+        ):
             # The gold is a list: one box per value is the list, written in boxes.
             content = ", ".join(contents)
         else:
@@ -288,16 +289,21 @@ def grade_detailed(
             # (``15\frac{39}{40}`` and ``\frac{639}{40}``), a format error otherwise.
             if len(contents) > MAX_DISTINCT_BOXES:
                 return _multiple(len(contents))
-            last = read(content, options)
-            assert isinstance(last, Reading)
+            last = _gold_reading(content, options)
             for other in contents[:-1]:
                 verdict = _judge(other, content, last, timeout, wall, options)
                 if verdict[1] == "timeout":
                     return GradeResult(0.0, False, "timeout", content, verdict[2])
                 if verdict[0] != 1.0:
                     return _multiple(len(contents))
-    score, reason, detail = _judge(content, gold_clean, gold_reading, timeout, wall, options)
+    score, reason, detail = _judge(content, gold_clean, None, timeout, wall, options)
     return GradeResult(score, False, reason, content, detail)
+
+
+def _gold_reading(gold: str, options: GradingSettings) -> Reading:
+    reading = read(gold, options)  # cached per (gold, settings)
+    assert isinstance(reading, Reading)  # a gold is never refused
+    return reading
 
 
 def _multiple(count: int) -> GradeResult:
@@ -339,14 +345,23 @@ Verdict = tuple[float, str, str]
 def _judge(
     content: str,
     gold: str,
-    gold_reading: Reading,
+    gold_reading: Reading | None,
     cpu_seconds: float,
     wall: _WallBound,
     options: GradingSettings,
 ) -> Verdict:
-    """(score, reason, detail) of a cleaned answer against a cleaned gold and its reading."""
+    """(score, reason, detail) of a cleaned answer against a cleaned gold.
+
+    ``gold_reading`` is the gold's reading, or None to read it only if needed
+    (two plain numbers need none).
+    """
     if content == gold or same_meaning_form(content) == same_meaning_form(gold):
         return 1.0, "correct", "written as the gold is"
+    plain = fast_verdict(content, gold, options)  # two plain numbers: nothing to read
+    if plain is not None:
+        return (1.0 if plain[0] == "correct" else 0.0), plain[0], plain[1]
+    if gold_reading is None:
+        gold_reading = _gold_reading(gold, options)
     answer = read(content, options, gold_reading)
     if isinstance(answer, Refusal):
         return 0.0, answer.reason, answer.detail

@@ -8,8 +8,9 @@ import pytest
 
 from flexmg.envs.math import GradingSettings, grade, grade_detailed
 from flexmg.envs.math.boxed import extract_boxed, sanitize
+from flexmg.envs.math.commitment import check
 from flexmg.envs.math.normalize import normalize_answer
-from flexmg.envs.math.reading import Reading, Refusal, check, plain_text, read
+from flexmg.envs.math.reading import Reading, Refusal, plain_text, read
 from flexmg.envs.math.scan import is_wrapped, split_top
 from flexmg.envs.math.symbols import is_name, marks, undefined_form, variables
 from flexmg.envs.math.tolerance import judge

@@ -44,10 +44,11 @@ from typing import Any
 
 from ._pool import WALL_FACTOR, GraderPool
 from .boxed import canonical_box, extract_boxed, same_meaning_form, sanitize
+from .commitment import check
 from .evaluate import compare
 from .exact import fast_verdict
 from .normalize import normalize_answer
-from .reading import REFUSALS, Reading, Refusal, check, read
+from .reading import REFUSALS, Reading, Refusal, read
 from .settings import GradingSettings, SettingsKey, coerce_settings
 from .targets import Target, targets
 

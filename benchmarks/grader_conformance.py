@@ -1,7 +1,7 @@
-"""Agreement of flexmg's math grader with public grader suites, per suite.
+"""Agreement of flexmg's math grader with public grader suites, and its reward-hacking suite.
 
 Usage:
-    python benchmarks/grader_conformance.py [--show] [--suite NAME]
+    python benchmarks/grader_conformance.py [--show] [--suite NAME] [--part conformance|hacking]
 
 The corpus is ``tests/grader_conformance/*.jsonl``: one case per line with
 ``gold``, ``completion`` (the prediction in a ``\\boxed{}``), ``expected``
@@ -12,8 +12,19 @@ Deliberate disagreements are listed in docs/grading.md.
 
 For each suite the script prints how many cases agree with the source, how
 many differ as documented, and how many differ unexpectedly (``--show`` lists
-every disagreement). Exit status 1 when any disagreement is undocumented or a
-documented verdict changed.
+every disagreement).
+
+The reward-hacking suite is ``tests/grader_conformance/hacking/*.jsonl``: what
+a policy would try once it knows the grader (``kind: hack``, ``expected: 0``:
+hedges, equations, scale words, hidden values, dropped marks, collapsed lists,
+...) and the honest forms of right answers it must still accept (``kind:
+honest``, ``expected: 1``: float reprs, scientific notation, ``\\sqrt`` as
+``√``, ``\\boxed 4``, thousands separators, ...), one ``class`` per kind of
+attempt. Per class the script prints how many were accepted and refused, and
+the reasons the grader gave.
+
+Exit status 1 when a conformance disagreement is undocumented or a documented
+verdict changed, or when a hacking case is accepted or an honest form refused.
 """
 
 from __future__ import annotations
@@ -30,7 +41,9 @@ from tqdm import tqdm
 from flexmg.envs.math import grade_detailed
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "grader_conformance"
+HACKING = CORPUS / "hacking"
 CASE_KEYS = {"id", "suite", "gold", "completion", "expected", "source", "setting"}
+HACKING_KEYS = {"id", "kind", "class", "gold", "completion", "expected", "setting", "why"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,55 @@ def load_cases(folder: Path = CORPUS) -> list[dict]:
     return cases
 
 
+def load_hacking(folder: Path = HACKING) -> list[dict]:
+    """Every case of the reward-hacking suite; ValueError naming a malformed line."""
+    cases: list[dict] = []
+    for path in sorted(folder.glob("*.jsonl")):
+        for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            case = json.loads(line)
+            missing = HACKING_KEYS - set(case)
+            if missing or case["kind"] not in ("hack", "honest"):
+                raise ValueError(
+                    f"{path.name}:{line_no}: a hacking case needs {sorted(HACKING_KEYS)} with "
+                    f"kind 'hack' or 'honest' (missing: {sorted(missing)})"
+                )
+            cases.append(case)
+    return cases
+
+
+def summarize_hacking(outcomes: list[Outcome]) -> dict[tuple[str, str], dict[str, int]]:
+    """Per (kind, class): cases, accepted, refused, and the count of each reason."""
+    table: dict[tuple[str, str], dict[str, int]] = {}
+    for outcome in outcomes:
+        key = (outcome.case["kind"], outcome.case["class"])
+        row = table.setdefault(key, {"cases": 0, "accepted": 0, "refused": 0})
+        row["cases"] += 1
+        row["accepted" if outcome.got else "refused"] += 1
+        if not outcome.got:
+            row["reason:" + outcome.reason] = row.get("reason:" + outcome.reason, 0) + 1
+    return table
+
+
+def print_hacking(table: dict[tuple[str, str], dict[str, int]]) -> None:
+    """The per-class table of the reward-hacking suite."""
+    print(f"\n{'kind':<7} {'class':<16} {'cases':>6} {'accepted':>9} {'refused':>8}  reasons")
+    totals = {"hack": [0, 0], "honest": [0, 0]}
+    for (kind, cls), row in sorted(table.items()):
+        reasons = ", ".join(
+            f"{k.split(':', 1)[1]} {v}" for k, v in sorted(row.items()) if k.startswith("reason:")
+        )
+        print(
+            f"{kind:<7} {cls:<16} {row['cases']:>6} {row['accepted']:>9} {row['refused']:>8}  "
+            f"{reasons}"
+        )
+        totals[kind][0] += row["accepted"]
+        totals[kind][1] += row["refused"]
+    for kind, (accepted, refused) in totals.items():
+        print(f"{kind:<7} {'ALL':<16} {accepted + refused:>6} {accepted:>9} {refused:>8}")
+
+
 def grade_cases(cases: Iterable[dict], timeout: float = 5.0) -> list[Outcome]:
     """Grade each case with its own settings (a generous CPU budget: this is not a speed test)."""
     outcomes = []
@@ -103,8 +165,30 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--show", action="store_true", help="list every disagreement")
     parser.add_argument("--suite", help="only this suite (e.g. Math-Verify)")
+    parser.add_argument(
+        "--part", choices=("all", "conformance", "hacking"), default="all", help="what to run"
+    )
     args = parser.parse_args()
-    cases = [c for c in load_cases() if args.suite in (None, c["suite"])]
+    failed = False
+    if args.part in ("all", "conformance"):
+        failed |= _conformance(args.suite, args.show)
+    if args.part in ("all", "hacking"):
+        outcomes = grade_cases(load_hacking())
+        print_hacking(summarize_hacking(outcomes))
+        wrong = [o for o in outcomes if not o.agrees]
+        for outcome in wrong if args.show else []:
+            case = outcome.case
+            print(
+                f"[{case['kind']}] {case['id']}: gold {case['gold'][:40]!r}, completion "
+                f"{case['completion'][-70:]!r}: got {outcome.got} ({outcome.reason})"
+            )
+        failed |= bool(wrong)
+    return 1 if failed else 0
+
+
+def _conformance(suite: str | None, show: bool) -> bool:
+    """Grade the conformance corpus and print its table; True when something is unexpected."""
+    cases = [c for c in load_cases() if suite in (None, c["suite"])]
     outcomes = grade_cases(cases)
     table = summarize(outcomes)
     print(
@@ -117,7 +201,7 @@ def main() -> int:
             f"{row['documented']:>11} {row['unexpected']:>11}"
         )
     for outcome in outcomes:
-        if args.show and not (outcome.agrees and outcome.as_documented):
+        if show and not (outcome.agrees and outcome.as_documented):
             kind = "documented" if outcome.as_documented else "UNEXPECTED"
             case = outcome.case
             print(
@@ -125,7 +209,7 @@ def main() -> int:
                 f"{case['completion'][:80]!r}: source {case['expected']}, flexmg {outcome.got} "
                 f"({outcome.reason}) {case.get('reason', '')}"
             )
-    return 1 if any(row["unexpected"] for row in table.values()) else 0
+    return any(row["unexpected"] for row in table.values())
 
 
 if __name__ == "__main__":

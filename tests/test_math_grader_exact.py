@@ -17,18 +17,19 @@ from flexmg.envs.math.grader import get_pool
 @pytest.mark.parametrize(
     ("text", "value"),
     [
-        ("12", (Fraction(12), False)),
-        ("-007", (Fraction(-7), False)),
-        ("2.50", (Fraction(5, 2), True)),
-        (".5", (Fraction(1, 2), True)),
-        ("3/4", (Fraction(3, 4), False)),
-        ("\\frac{6}{8}", (Fraction(3, 4), False)),
-        ("-\\dfrac{1}{2}", (Fraction(-1, 2), False)),
-        ("\\tfrac{-1}{2}", (Fraction(-1, 2), False)),
-        ("- \\frac{-1}{2}", (Fraction(1, 2), False)),
+        ("12", (Fraction(12), None, 0)),
+        ("-007", (Fraction(-7), None, 0)),
+        ("2.50", (Fraction(5, 2), 2, 3)),
+        (".5", (Fraction(1, 2), 1, 1)),
+        ("0.0300", (Fraction(3, 100), 4, 3)),
+        ("3/4", (Fraction(3, 4), None, 0)),
+        ("\\frac{6}{8}", (Fraction(3, 4), None, 0)),
+        ("-\\dfrac{1}{2}", (Fraction(-1, 2), None, 0)),
+        ("\\tfrac{-1}{2}", (Fraction(-1, 2), None, 0)),
+        ("- \\frac{-1}{2}", (Fraction(1, 2), None, 0)),
     ],
 )
-def test_exact_value_reads_plain_numbers(text: str, value: tuple[Fraction, bool]) -> None:
+def test_exact_value_reads_plain_numbers(text: str, value: tuple[Fraction, int, int]) -> None:
     assert exact_value(text) == value
 
 
@@ -39,11 +40,15 @@ def test_anything_else_is_not_a_plain_number(text: str) -> None:
     assert exact_value(text) is None
 
 
-def test_decimal_near_misses_go_to_the_worker() -> None:
-    assert fast_verdict("0.333333", "\\frac{1}{3}") is None
-    assert fast_verdict("0.5", "\\frac{1}{2}") == "correct"
-    assert fast_verdict("\\frac{1}{3}", "\\frac{2}{6}") == "correct"
-    assert fast_verdict("\\frac{1}{3}", "\\frac{1}{4}") == "wrong"
+def test_two_plain_numbers_are_always_decided_in_process() -> None:
+    assert fast_verdict("0.333333", "\\frac{1}{3}")[0] == "correct"  # right to its 6 places
+    assert fast_verdict("0.33", "\\frac{1}{3}")[0] == "wrong"  # fewer places than precision
+    assert fast_verdict("0.5", "\\frac{1}{2}")[0] == "correct"
+    assert fast_verdict("\\frac{1}{3}", "\\frac{2}{6}")[0] == "correct"
+    assert fast_verdict("\\frac{1}{3}", "\\frac{1}{4}")[0] == "wrong"
+    assert fast_verdict("0.30000000000000004", "0.3")[0] == "correct"  # rounds to the gold
+    assert fast_verdict("2.0000000000000004", "2")[0] == "correct"  # a float repr
+    assert fast_verdict("x", "2") is None
 
 
 def _written(value: Fraction, style: int) -> str:
@@ -69,8 +74,8 @@ def test_fast_verdict_agrees_with_the_worker(
 ) -> None:
     content, expected = _written(answer, answer_style), _written(gold, gold_style)
     fast = fast_verdict(content, expected)
-    if fast is not None:
-        assert _worker.verify_boxed(content, expected)[1] == fast, (content, expected)
+    assert fast is not None
+    assert _worker.verify_boxed(content, expected)[1] == fast[0], (content, expected)
 
 
 def test_plain_numbers_never_reach_the_worker() -> None:

@@ -100,7 +100,8 @@ def test_units_in_words_are_stripped(written: str) -> None:
 
 def test_percent_in_words() -> None:
     assert grade(boxed("28 percent"), "28\\%") == 1.0
-    assert normalize_answer("28 pct") == "28\\%"
+    assert grade(boxed("28 pct"), "28") == 1.0
+    assert grade(boxed("28 pct"), "0.28") == 0.0  # percent='sign' (the default): 28% is 28
 
 
 @pytest.mark.parametrize(
@@ -119,7 +120,8 @@ def test_words_that_are_mathematics_are_kept(written: str, gold: str) -> None:
 
 
 def test_units_policy_keep_grades_the_box_as_written() -> None:
-    assert grade(boxed("18 dollars"), "18", settings={"units": "keep"}) == 0.0
+    result = grade_detailed(boxed("18 dollars"), "18", settings={"units": "keep"})
+    assert (result.score, result.reason) == (0.0, "extra_text")
     assert normalize_answer("18 dollars", units="keep") == "18 dollars"
     assert grade(boxed("18"), "18", settings={"units": "keep"}) == 1.0
 

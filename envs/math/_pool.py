@@ -45,6 +45,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from .settings import DEFAULT as DEFAULT_SETTINGS
+from .settings import SettingsKey
 
 Verdict = tuple[float, str, str]
 
@@ -218,7 +219,7 @@ class GraderPool:
         content: str,
         gold: str,
         timeout: float,
-        options: tuple[int, bool, bool, str] = DEFAULT_OPTIONS,
+        options: SettingsKey = DEFAULT_OPTIONS,
         wall_deadline: float | None = None,
     ) -> Verdict:
         """Grade one boxed answer with ``timeout`` seconds of worker CPU time.

@@ -36,7 +36,7 @@ from sympy import Basic
 from sympy.matrices import MatrixBase
 
 if __package__:
-    from .strict import numbers_agree
+    from .strict import is_plain_number, judge_numbers, numbers_agree, percent_value
 else:  # loaded by path in the zygote: load the sibling module the same way
     _spec = importlib.util.spec_from_file_location(
         "_flexmg_math_strict", Path(__file__).with_name("strict.py")
@@ -44,7 +44,10 @@ else:  # loaded by path in the zygote: load the sibling module the same way
     assert _spec is not None and _spec.loader is not None
     _strict = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(_strict)
+    is_plain_number = _strict.is_plain_number
+    judge_numbers = _strict.judge_numbers
     numbers_agree = _strict.numbers_agree
+    percent_value = _strict.percent_value
 
 # We enforce deadlines ourselves; silence math-verify's "timeout disabled" notes.
 math_verify.grader.TIMEOUT_WARNING_SHOWN = True
@@ -52,16 +55,20 @@ math_verify.parser.TIMEOUT_WARNING_SHOWN = True
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 logging.getLogger("latex2sympy2_extended").setLevel(logging.ERROR)
 
-_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
+_CONFIG: list[LatexExtractionConfig | ExprExtractionConfig] = [
+    LatexExtractionConfig(boxed_match_priority=0),
+    ExprExtractionConfig(),
+]
 
 # Worker memory cap: a runaway sympy computation fails with MemoryError
 # instead of swapping the machine.
 MEMORY_LIMIT_BYTES = 3 * 1024**3
 
 Verdict = tuple[float, str, str]  # (score, reason, detail)
-# (precision, set_relations, strict_variables, units): GradingSettings.key()
-Options = tuple[int, bool, bool, str]
-DEFAULT_OPTIONS: Options = (6, False, True, "strip")
+# GradingSettings.key(): (precision, set_relations, strict_variables, units, percent,
+# float_tolerance); this file cannot import flexmg, so the default is written out here.
+Options = tuple[int, bool, bool, str, str, float]
+DEFAULT_OPTIONS: Options = (6, False, True, "strip", "sign", 1e-9)
 
 
 # Graded once in the zygote before any worker is forked, so that every worker
@@ -82,12 +89,12 @@ class _Deadline(BaseException):
 
 @lru_cache(maxsize=8192)
 def _parse_gold(gold: str) -> list[Any]:
-    return parse("\\boxed{" + gold + "}", list(_CONFIG), parsing_timeout=None)  # type: ignore[arg-type]
+    return list(parse("\\boxed{" + gold + "}", _CONFIG, parsing_timeout=None))
 
 
 @lru_cache(maxsize=8192)
 def _parse_pred(content: str) -> list[Any]:
-    return parse("\\boxed{" + content + "}", list(_CONFIG), parsing_timeout=None)  # type: ignore[arg-type]
+    return list(parse("\\boxed{" + content + "}", _CONFIG, parsing_timeout=None))
 
 
 def _is_math(obj: object) -> bool:
@@ -98,22 +105,42 @@ def verify_boxed(content: str, gold: str, options: Options = DEFAULT_OPTIONS) ->
     """Grade one boxed answer against a gold answer (no deadline; see the pool).
 
     ``options`` is :meth:`GradingSettings.key` (precision, set relations,
-    strict variables, units policy; the last is applied before this call).
+    strict variables, units policy, percent policy, float tolerance; units and
+    percent are applied by the reader before this call). Two plain numbers are
+    decided by the decimal rule (:mod:`flexmg.envs.math.strict`); anything else
+    by math-verify, whose "equal" the strict check may overrule.
 
     >>> verify_boxed("\\\\frac{6}{8}", "0.75")[:2]
     (1.0, 'correct')
     >>> verify_boxed("0.1234567", "0.1234571")[:2]
     (0.0, 'wrong')
-    >>> verify_boxed("0.33", "\\\\frac{1}{3}", (2, False, True, "strip"))[:2]
+    >>> verify_boxed("0.33", "\\\\frac{1}{3}", (2, False, True, "strip", "sign", 1e-9))[:2]
     (1.0, 'correct')
     """
-    precision, set_relations, strict_variables, _units = options
+    precision, set_relations, strict_variables, _units, percent, float_tolerance = options
     gold_parsed = _parse_gold(gold)
     if not gold_parsed:
         return 0.0, "gold_unparseable", f"math-verify could not parse the gold answer {gold!r}"
     pred_parsed = _parse_pred(content)
     if not pred_parsed:
         return 0.0, "unparseable", "math-verify extracted nothing from the box"
+    gold_exprs = [percent_value(g, percent) for g in gold_parsed if isinstance(g, Basic)]
+    pred_exprs = [percent_value(p, percent) for p in pred_parsed if isinstance(p, Basic)]
+    if (
+        gold_exprs
+        and pred_exprs
+        and is_plain_number(gold_exprs[0])
+        and is_plain_number(pred_exprs[0])
+    ):
+        numbers = judge_numbers(
+            gold_exprs[0], pred_exprs[0], gold, content, precision, float_tolerance
+        )
+        if numbers is not None:
+            return (
+                (1.0 if numbers[0] else 0.0),
+                ("correct" if numbers[0] else "wrong"),
+                (f"math-verify read two numbers: {numbers[1]}"),
+            )
     if not verify(
         gold_parsed,
         pred_parsed,
@@ -124,12 +151,16 @@ def verify_boxed(content: str, gold: str, options: Options = DEFAULT_OPTIONS) ->
     ):
         if not any(_is_math(p) for p in pred_parsed):
             return 0.0, "unparseable", "the boxed answer is not valid math"
-        return 0.0, "wrong", ""
-    gold_exprs = [g for g in gold_parsed if isinstance(g, Basic)]
-    pred_exprs = [p for p in pred_parsed if isinstance(p, Basic)]
-    if gold_exprs and pred_exprs and not numbers_agree(gold_exprs[0], pred_exprs[0], gold, content):
+        return 0.0, "wrong", "math-verify: not equivalent"
+    if (
+        gold_exprs
+        and pred_exprs
+        and not numbers_agree(
+            gold_exprs[0], pred_exprs[0], gold, content, precision, float_tolerance
+        )
+    ):
         return 0.0, "wrong", "math-verify matched, but the numbers differ (strict numeric check)"
-    return 1.0, "correct", ""
+    return 1.0, "correct", "math-verify: equivalent"
 
 
 def _on_alarm(signum: int, frame: object) -> None:  # SIGPROF: the CPU budget is spent

@@ -12,9 +12,17 @@ names them so a dataset can say which it follows:
   relation gold is always compared as a set.
 * ``strict_variables``: variables must match by name (``f(x)`` is not
   ``f(y)``); False compares up to renaming, as some suites do.
-* ``units``: ``"strip"`` drops units written after a number, in words or
-  ``\\text{}`` (``18 dollars``, ``5\\text{ cm}``, ``28 percent`` -> ``28\\%``);
-  ``"keep"`` grades the box exactly as written.
+* ``units``: ``"strip"`` allows a unit after the value, in words or
+  ``\\text{}`` (``18 dollars``, ``5\\text{ cm}``); ``"keep"`` allows none
+  (a procedural task asks for a bare number). Hedges, alternatives and other
+  words are never allowed (see :mod:`flexmg.envs.math.reading`).
+* ``percent``: ``"sign"`` reads ``x\\%`` as ``x`` (the sign is a unit mark:
+  ``25\\%`` equals 25, not 0.25); ``"fraction"`` reads it as ``x/100``
+  (``25\\%`` equals 0.25 and ``\\frac14``, not 25). Either way an answer has
+  one value, never both.
+* ``float_tolerance``: the relative error allowed to a decimal answer written
+  with at least 12 significant digits (a machine float's ``repr``, such as
+  ``0.30000000000000004``) against an exact gold.
 
 Loaders attach their default (:data:`DATASET_DEFAULTS`) to each task's
 ``meta["grading"]``; :func:`settings_for_task` reads it back.
@@ -35,8 +43,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
+# (precision, set_relations, strict_variables, units, percent, float_tolerance)
+SettingsKey = tuple[int, bool, bool, str, str, float]
+
 UNITS_POLICIES = ("strip", "keep")
+PERCENT_POLICIES = ("sign", "fraction")
 MAX_PRECISION = 30
+MAX_FLOAT_TOLERANCE = 1e-3
 
 
 class HasMeta(Protocol):
@@ -56,6 +69,8 @@ class GradingSettings:
     set_relations: bool = False
     strict_variables: bool = True
     units: str = "strip"
+    percent: str = "sign"
+    float_tolerance: float = 1e-9
 
     def validate(self) -> GradingSettings:
         """Return ``self`` if every field is usable, else raise ValueError saying which."""
@@ -77,6 +92,20 @@ class GradingSettings:
         if self.units not in UNITS_POLICIES:
             raise ValueError(
                 f"GradingSettings.units must be one of {UNITS_POLICIES}, got {self.units!r}"
+            )
+        if self.percent not in PERCENT_POLICIES:
+            raise ValueError(
+                f"GradingSettings.percent must be one of {PERCENT_POLICIES}, got {self.percent!r}"
+            )
+        tolerance = self.float_tolerance
+        if (
+            isinstance(tolerance, bool)
+            or not isinstance(tolerance, (int, float))
+            or not 0 <= tolerance <= MAX_FLOAT_TOLERANCE
+        ):
+            raise ValueError(
+                f"GradingSettings.float_tolerance must be a relative error in "
+                f"0..{MAX_FLOAT_TOLERANCE} (e.g. 1e-9), got {tolerance!r}"
             )
         return self
 
@@ -101,9 +130,16 @@ class GradingSettings:
             )
         return cls(**dict(data)).validate()
 
-    def key(self) -> tuple[int, bool, bool, str]:
+    def key(self) -> SettingsKey:
         """A hashable form, used in verdict caches and sent to the grading workers."""
-        return (self.precision, self.set_relations, self.strict_variables, self.units)
+        return (
+            self.precision,
+            self.set_relations,
+            self.strict_variables,
+            self.units,
+            self.percent,
+            float(self.float_tolerance),
+        )
 
 
 DEFAULT = GradingSettings()
@@ -144,7 +180,7 @@ def settings_for_task(task: HasMeta) -> GradingSettings:
 
     >>> from flexmg.tasks import Task
     >>> settings_for_task(Task(id="t", prompt="1+1?", answer="2", meta={"format": "math"}))
-    GradingSettings(precision=6, set_relations=True, strict_variables=True, units='strip')
+    GradingSettings(precision=6, set_relations=True, strict_variables=True, units='strip', percent='sign', float_tolerance=1e-09)
     """
     meta = getattr(task, "meta", None) or {}
     if meta.get("grading") is not None:

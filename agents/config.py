@@ -146,6 +146,25 @@ class PolicyConfig(Settings):
         flag="--temperature",
         check=(lambda v: v is None or v > 0, "> 0 (use greedy for argmax)"),
     )
+    role_temperature: dict[str, float] = setting(
+        factory=dict,
+        help="a role's own sampling temperature, e.g. verifier=0.7 (others: --temperature)",
+        flag="--role-temperature",
+        check=(
+            lambda v: all(isinstance(t, (int, float)) and t > 0 for t in v.values()),
+            "role=temperature pairs with temperatures > 0",
+        ),
+    )
+    role_max_new_tokens: dict[str, int] = setting(
+        factory=dict,
+        help="a role's own tokens per action, e.g. verifier=16 (default: the env family's "
+        "budget for the role, else --max-new-tokens)",
+        flag="--role-max-new-tokens",
+        check=(
+            lambda v: all(isinstance(n, int) and n >= 1 for n in v.values()),
+            "role=tokens pairs with tokens >= 1",
+        ),
+    )
     top_k: int = setting(
         0,
         "top-k truncation of rollouts (default 0: off; see docs/marft.md)",
@@ -213,6 +232,26 @@ class PolicyConfig(Settings):
             )
         return SamplingConfig(self.temperature, self.top_k, self.top_p)
 
+    def sampling_for(self, role: str) -> SamplingConfig:
+        """``role``'s sampling distribution: its own temperature, else :attr:`sampling`'s.
+
+        >>> cfg = PolicyConfig(role_temperature={"verifier": 0.5}).resolved()
+        >>> cfg.sampling_for("verifier").temperature, cfg.sampling_for("solver").temperature
+        (0.5, 1.0)
+        """
+        base = self.sampling
+        own = self.role_temperature.get(role)
+        return base if own is None else replace(base, temperature=float(own))
+
+    def max_new_tokens_for(self, role: str) -> int:
+        """``role``'s tokens per action: its own budget, else ``max_new_tokens``."""
+        own = self.role_max_new_tokens.get(role)
+        if own is not None:
+            return int(own)
+        if self.max_new_tokens is None:
+            raise ValueError("PolicyConfig.max_new_tokens is None: resolve the config first")
+        return int(self.max_new_tokens)
+
     def resolved(
         self, family: Family | None = None, roles: Sequence[str] | None = None,
         seed: int | None = None,
@@ -234,8 +273,14 @@ class PolicyConfig(Settings):
 
         kind = model_kind(self.model)
         usual = MODEL_DEFAULTS[kind]["policy"]
+        per_role = dict(self.role_max_new_tokens)
+        budgets = family.token_budgets.get(kind) if family is not None else None
+        if self.max_new_tokens is None and isinstance(budgets, Mapping) and roles:
+            for role in roles:  # the family gives its roles budgets of their own
+                per_role.setdefault(role, family.token_budget(kind, role))
         return replace(
             self,
+            role_max_new_tokens=per_role,
             temperature=usual["temperature"] if self.temperature is None else self.temperature,
             micro_batch=usual["micro_batch"] if self.micro_batch is None else self.micro_batch,
             max_new_tokens=(

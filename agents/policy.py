@@ -9,10 +9,16 @@
   same base with adapters disabled. No second copy of the base exists.
 * ``act`` samples a batch with flexmg's one decoder
   (:class:`flexmg.models.sampling.Decoder`: its own KV-cached loop, nothing
-  inherited from the model's generation config), then scores it once: the learner's log-probs (PPO's old
-  log-probs), the critic's values, and the sampler's own log-probs to check
-  that both agree. ``evaluate`` recomputes log-probs, entropies and values of
-  stored actions with gradients for the update.
+  inherited from the model's generation config) with the role's own sampling
+  settings (:meth:`PolicyConfig.sampling_for`). The sampler's log-probs are
+  PPO's old log-probs: the sampler and the learner compute the same
+  distribution from the same weights (the learner checks it, ``sampler_kl``).
+  The critic reads the base's final hidden state at the prompt's last token;
+  that feature is computed once per action (a prompt-only forward, adapters
+  off) and kept, since the base never changes. ``full_scoring`` (set by a
+  learner that needs token-level values or the reference model) scores the
+  whole batch again instead. ``evaluate`` recomputes log-probs, entropies and
+  values of stored actions with gradients for the update.
 * Log-probs come from the final hidden states through the output layer in
   chunks of positions, never as a full ``[B, T, vocabulary]`` float32 tensor;
   ``micro_batch`` bounds the rows per forward pass.
@@ -71,8 +77,10 @@ class ActionBatch:
         token_values: per token, the critic's token-level value.
         ref_token_logprobs: per token, the base model's log-prob (when the
             policy's ``score_reference`` is on), else None.
+        critic_features: per action, the critic's input (the base's final hidden
+            state at the prompt's last token), else None.
 
-    With ``greedy=True`` nothing is scored: the last five are empty.
+    With ``greedy=True`` nothing is scored: the last six are empty.
     """
 
     texts: list[str]
@@ -84,6 +92,7 @@ class ActionBatch:
     values: list[float]
     token_values: list[list[float]]
     ref_token_logprobs: list[list[float]] | None = None
+    critic_features: list[torch.Tensor] | None = None
 
 
 @dataclass
@@ -211,6 +220,7 @@ class TeamPolicy(nn.Module):
         self.decoder = Decoder(self.model, self.tokenizer, prompts, stop_source=base,
                                name=config.model)  # fmt: skip
         self.score_reference = False  # act() also scores the base (a KL penalty's learner sets it)
+        self.full_scoring = False  # act() scores everything again (token values, reference)
         self.eval()
         self._check_output_head()
 
@@ -333,10 +343,11 @@ class TeamPolicy(nn.Module):
     ) -> ActionBatch:
         """Generate one action per observation with ``role``'s adapter (KV cache, batched).
 
-        Sampling uses :attr:`PolicyConfig.sampling` only (greedy: the argmax of
-        the raw logits). The sampled batch is then scored once, micro-batched:
-        the learner's log-probs and the critic's values, which PPO uses as its
-        old log-probs and values (the policy does not change until the update).
+        Sampling uses the role's own settings (:meth:`PolicyConfig.sampling_for`,
+        :meth:`PolicyConfig.max_new_tokens_for`; greedy: the argmax of the raw
+        logits). A sampled batch comes back with PPO's old log-probs (the
+        sampler's) and the critic's features and values (see the module
+        docstring); with ``full_scoring`` the learner's scoring pass gives them.
         """
         self._check_role(role)
         if isinstance(observations, Mapping):
@@ -347,18 +358,49 @@ class TeamPolicy(nn.Module):
         self._activate_adapter(self.adapter_name(role))
         with self._scoring_mode():
             sampled, texts = self.decoder.generate(
-                prompt_ids, self.config.sampling, self.config.max_new_tokens, greedy=greedy
-            )
-        actions = sampled.action_ids
+                prompt_ids, self.config.sampling_for(role), self.config.max_new_tokens_for(role),
+                greedy=greedy,
+            )  # fmt: skip
+        actions, n = sampled.action_ids, len(sampled.action_ids)
         if greedy:
-            n = len(actions)
             return ActionBatch(texts, prompt_ids, actions, sampled.truncated,
                                [[] for _ in range(n)], [[] for _ in range(n)], [0.0] * n,
                                [[] for _ in range(n)], None)  # fmt: skip
-        scores = self.score(role, prompt_ids, actions, with_ref=self.score_reference)
+        if self.full_scoring or self.score_reference:
+            scores = self.score(role, prompt_ids, actions, with_ref=self.score_reference)
+            return ActionBatch(
+                texts, prompt_ids, actions, sampled.truncated, sampled.sampler_logprobs, *scores
+            )
+        features = self.critic_features(prompt_ids)
+        values = self.values(role, features).float().cpu().tolist()
         return ActionBatch(
-            texts, prompt_ids, actions, sampled.truncated, sampled.sampler_logprobs, *scores
-        )
+            texts, prompt_ids, actions, sampled.truncated, sampled.sampler_logprobs,
+            [list(lp) for lp in sampled.sampler_logprobs], values, [[] for _ in range(n)],
+            None, list(features.cpu().unbind(0)),
+        )  # fmt: skip
+
+    @torch.no_grad()
+    def critic_features(self, prompt_ids: Sequence[Sequence[int]]) -> torch.Tensor:
+        """``[B, hidden]``: the base's final hidden state at each prompt's last token.
+
+        What the critic reads (adapters off, so it never changes during training):
+        one prompt-only forward, ``micro_batch`` rows at a time.
+        """
+        n = len(prompt_ids)
+        size = self.config.micro_batch or max(n, 1)
+        out: list[torch.Tensor] = []
+        with self._base_only():
+            for start in range(0, n, size):
+                rows = prompt_ids[start : start + size]
+                ids, attn, p_len = self._layout(rows, [[] for _ in rows])
+                positions = (attn.cumsum(-1) - 1).clamp(min=0)
+                out.append(self._final_hidden(ids, attn, positions)[:, p_len - 1].float())
+        return torch.cat(out) if out else torch.zeros(0, 0)
+
+    def values(self, role: str, features: torch.Tensor) -> torch.Tensor:
+        """The critic's value of ``role``'s turn from :meth:`critic_features` (``[B]``)."""
+        head = self.value_heads[self._head_key(self.critic_name(role))]
+        return head(features.to(self.device).float().unsqueeze(1))[:, 0]
 
     @torch.no_grad()
     def score(
@@ -423,6 +465,7 @@ class TeamPolicy(nn.Module):
         with_entropy: bool = True,
         with_ref: bool = False,
         token_values: bool = True,
+        critic_features: torch.Tensor | None = None,
     ) -> Evaluation:
         """Log-probs (and entropies) of stored actions and the critic's values, one batch.
 
@@ -432,7 +475,9 @@ class TeamPolicy(nn.Module):
         are those of the sampling distribution (:attr:`PolicyConfig.sampling`),
         computed in chunks; ``entropy`` only when ``with_entropy``,
         ``token_values`` only when asked, ``ref_token_logprobs`` (the base model,
-        adapters disabled) when ``with_ref``.
+        adapters disabled) when ``with_ref``. Given the actions' ``critic_features``
+        (``[B, hidden]``, from :meth:`act`), the action-level values come from them
+        and the base is not run again (unless ``token_values`` or ``with_ref``).
         """
         self._check_role(role)
         if len(prompt_ids) != len(action_ids):
@@ -451,7 +496,7 @@ class TeamPolicy(nn.Module):
         positions = (attn.cumsum(-1) - 1).clamp(min=0)
         mask = attn[:, p_len:].to(torch.float32)
         targets = ids[:, p_len:]
-        cfg = self.config.sampling
+        cfg = self.config.sampling_for(role)
 
         # Actor: role's adapter active, gradients to LoRA; only final hidden states kept.
         self._activate_adapter(self.adapter_name(role))
@@ -464,6 +509,9 @@ class TeamPolicy(nn.Module):
         if self.config.logprob_reduction == "mean":
             action_logprob = action_logprob / mask.sum(-1).clamp(min=1.0)
 
+        if critic_features is not None and not (token_values or with_ref):
+            vals = self.values(role, critic_features)
+            return Evaluation(token_lp, mask, action_logprob, vals, entropy, None, None)
         # Critic (and reference): the same base with adapters disabled, features under no_grad.
         with self._base_only():
             base_hidden = self._final_hidden(ids, attn, positions)

@@ -38,6 +38,7 @@ class _ActionBatchLike(Protocol):
     values: list[float]
     token_values: list[list[float]]
     ref_token_logprobs: list[list[float]] | None
+    critic_features: list[Any] | None
 
 
 class _Policy(Protocol):
@@ -82,6 +83,7 @@ class Sample:
     old_value: float = 0.0
     old_token_values: list[float] = field(default_factory=list)
     ref_token_logprobs: list[float] | None = None
+    critic_features: Any = None
     advantage: float = 0.0
     ret: float = 0.0
     token_advantages: list[float] = field(default_factory=list)
@@ -190,6 +192,9 @@ def build_batch(
                     old_token_values=list(ab.token_values[j]),
                     ref_token_logprobs=(
                         list(ab.ref_token_logprobs[j]) if ab.ref_token_logprobs else None
+                    ),
+                    critic_features=(
+                        ab.critic_features[j] if getattr(ab, "critic_features", None) else None
                     ),
                 )
             )

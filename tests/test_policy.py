@@ -209,14 +209,24 @@ def test_act_matches_evaluate_and_hostile_observations(policy: TeamPolicy) -> No
     assert isinstance(batch, ActionBatch) and len(batch.texts) == len(obs)
     assert all(len(p) <= policy.config.max_prompt_tokens for p in batch.prompt_ids)
     assert all(len(a) <= policy.config.max_new_tokens for a in batch.action_ids)
-    assert [len(v) for v in batch.token_values] == [len(a) for a in batch.action_ids]
     assert [len(v) for v in batch.sampler_logprobs] == [len(a) for a in batch.action_ids]
+    assert batch.token_logprobs == batch.sampler_logprobs  # the sampler's are PPO's old ones
+    assert batch.critic_features is not None and len(batch.critic_features) == len(obs)
     ev = policy.evaluate("solver", batch.prompt_ids, batch.action_ids)
+    cached = policy.evaluate("solver", batch.prompt_ids, batch.action_ids, token_values=False,
+                             critic_features=torch.stack(batch.critic_features))  # fmt: skip
+    torch.testing.assert_close(cached.values.detach(), ev.values.detach(), rtol=0, atol=1e-5)
     for i, old in enumerate(batch.token_logprobs):
         got = ev.token_logprobs[i, : len(old)].detach()
         torch.testing.assert_close(got, torch.tensor(old), rtol=0, atol=1e-5)
         torch.testing.assert_close(got, torch.tensor(batch.sampler_logprobs[i]), rtol=0, atol=1e-4)
     torch.testing.assert_close(ev.values.detach(), torch.tensor(batch.values), rtol=0, atol=1e-5)
+    policy.full_scoring = True  # the learner's own scoring pass: token values too
+    try:
+        full = policy.act("solver", obs)
+    finally:
+        policy.full_scoring = False
+    assert [len(v) for v in full.token_values] == [len(a) for a in full.action_ids]
     greedy1 = policy.act("solver", OBS, greedy=True)
     greedy2 = policy.act("solver", OBS, greedy=True)
     assert greedy1.action_ids == greedy2.action_ids

@@ -275,7 +275,12 @@ class PolicyConfig(Settings):
         usual = MODEL_DEFAULTS[kind]["policy"]
         per_role = dict(self.role_max_new_tokens)
         budgets = family.token_budgets.get(kind) if family is not None else None
-        if self.max_new_tokens is None and isinstance(budgets, Mapping) and roles:
+        if (
+            self.max_new_tokens is None
+            and family is not None
+            and isinstance(budgets, Mapping)
+            and roles
+        ):
             for role in roles:  # the family gives its roles budgets of their own
                 per_role.setdefault(role, family.token_budget(kind, role))
         return replace(

@@ -41,8 +41,9 @@ import torch
 from flexmg.agents.config import RATIOS, PPOConfig
 from flexmg.agents.credit import rewards_are_flat
 from flexmg.agents.gae import assign_advantages
+from flexmg.agents.marft import Algorithm
 from flexmg.agents.samples import RolloutBatch, Sample
-from flexmg.protocols import Chain, CreditFn, Policy
+from flexmg.protocols import Chain, Policy
 
 # ----------------------------------------------------------------------------- losses
 
@@ -169,10 +170,11 @@ class PPOLearner:
         policy: the team policy (:class:`flexmg.protocols.Policy`).
         config: the PPO hyperparameters (learning rates left None: the policy's model
             kind's, :meth:`PPOConfig.resolved`).
-        credit: the algorithm's credit function (episode samples -> chains).
+        algorithm: the algorithm (:class:`flexmg.agents.marft.Algorithm`): its credit
+            function or critic-free advantages, and its update order.
     """
 
-    def __init__(self, policy: Policy, config: PPOConfig, credit: CreditFn) -> None:
+    def __init__(self, policy: Policy, config: PPOConfig, algorithm: Algorithm) -> None:
         from flexmg.models.zoo import model_kind
 
         self.policy = policy
@@ -180,7 +182,7 @@ class PPOLearner:
         config = self.config
         assert config.lr_actor is not None and config.lr_critic is not None  # resolved
         self._lr_actor, self._lr_critic = float(config.lr_actor), float(config.lr_critic)
-        self.credit = credit
+        self.algorithm = algorithm
         self.roles: list[str] = list(policy.roles)
         policy.score_reference = config.kl_coef > 0  # the rollout then scores the base too
         self.actor_opts: dict[str, torch.optim.Optimizer] = {}
@@ -260,7 +262,7 @@ class PPOLearner:
         stats.set("sampler_kl", sampler_kl(samples))
         # 3-4. credit assignment and GAE along its chains
         assign_advantages(
-            batch.episodes, self.credit, level=cfg.level, gamma=cfg.gamma, lam=cfg.lam,
+            batch.episodes, self.algorithm.credit, level=cfg.level, gamma=cfg.gamma, lam=cfg.lam,
             token_gamma=cfg.token_gamma, token_lam=cfg.token_lam,
             truncation_penalty=cfg.truncation_penalty,
         )  # fmt: skip

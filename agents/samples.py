@@ -193,9 +193,7 @@ def build_batch(
                     ref_token_logprobs=(
                         list(ab.ref_token_logprobs[j]) if ab.ref_token_logprobs else None
                     ),
-                    critic_features=(
-                        ab.critic_features[j] if getattr(ab, "critic_features", None) else None
-                    ),
+                    critic_features=_feature_row(ab, j),
                 )
             )
         episodes.append(samples)
@@ -214,3 +212,9 @@ def _with_truncation(metrics: dict[str, Any], samples: Sequence[Sample]) -> dict
     metrics["per_role"] = per_role
     metrics["truncated_actions"] = sum(s.truncated for s in samples)
     return metrics
+
+
+def _feature_row(batch: Any, j: int) -> Any:
+    """Row ``j`` of a batch's cached critic features, or None when it has none."""
+    features = getattr(batch, "critic_features", None)
+    return None if features is None else features[j]

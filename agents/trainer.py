@@ -111,7 +111,7 @@ class Trainer:
         )
         torch.manual_seed(derive_seed(config.seed, -1))
         self.policy = TeamPolicy(self.roles, self.policy_config)
-        self.learner = PPOLearner(self.policy, self.ppo_config, self.algorithm.credit)
+        self.learner = PPOLearner(self.policy, self.ppo_config, self.algorithm)
         self.updates_done = 0
         self.wall_before = 0.0  # seconds spent in earlier sessions of this run
         self.evals: list[dict[str, Any]] = []

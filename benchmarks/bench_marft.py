@@ -380,7 +380,7 @@ def learner_child(
     import torch
 
     torch.set_num_threads(threads)
-    from flexmg.agents.credit import marft_credit
+    from flexmg.agents.marft import MARFT
     from flexmg.agents.policy import PolicyConfig, TeamPolicy
     from flexmg.agents.ppo import PPOConfig, PPOLearner
 
@@ -389,7 +389,7 @@ def learner_child(
         policy = TeamPolicy(["solver"], PolicyConfig(
             model=path, device=device_name, dtype=dtype_name, max_new_tokens=new_tokens,
             prompt_style="compact"))  # fmt: skip
-    learner = PPOLearner(policy, PPOConfig(recompute_old=bool(recompute)), marft_credit)
+    learner = PPOLearner(policy, PPOConfig(recompute_old=bool(recompute)), MARFT)
     if policy.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(policy.device)
     torch.manual_seed(0)
@@ -419,7 +419,7 @@ def ratio_child(
     import torch
 
     torch.set_num_threads(threads)
-    from flexmg.agents.credit import marft_credit
+    from flexmg.agents.marft import MARFT
     from flexmg.agents.policy import PolicyConfig, TeamPolicy
     from flexmg.agents.ppo import PPOConfig, PPOLearner, _pad
 
@@ -429,7 +429,7 @@ def ratio_child(
             model=path, device=device_name, dtype=dtype_name, max_new_tokens=new_tokens,
             prompt_style="compact"))  # fmt: skip
     ppo = PPOConfig(lr_actor=lr, epochs=1, minibatches=1, target_kl=None, lr_schedule="constant")
-    learner = PPOLearner(policy, ppo, marft_credit)
+    learner = PPOLearner(policy, ppo, MARFT)
     torch.manual_seed(0)
     batch, _ = _rollout_batch(policy, episodes, seed=0)
     learner.update(batch, update=0)

@@ -49,7 +49,7 @@ def test_ippo_uses_the_shared_learner_with_per_role_heads():
     from test_ppo import FakePolicy, _scored  # same folder (pytest puts it on sys.path)
 
     policy = FakePolicy(["a", "b"], critic="per_role")
-    learner = PPOLearner(policy, PPOConfig(epochs=1, minibatches=1), IPPO.credit)
+    learner = PPOLearner(policy, PPOConfig(epochs=1, minibatches=1), IPPO)
     assert sorted(learner.critic_opts) == ["a", "b"]
     batch = _scored(learner)
     before = policy.heads["a"].weight.detach().clone()

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from family_models import QWEN_INSTRUCT_SAMPLING, build_family_model
-from flexmg.agents.credit import marft_credit
+from flexmg.agents.marft import MARFT
 from flexmg.agents.policy import PolicyConfig, TeamPolicy
 from flexmg.agents.ppo import PPOConfig, PPOLearner, _Stats
 from flexmg.agents.samples import RolloutBatch, Sample
@@ -155,7 +155,7 @@ def test_micro_batched_scoring_and_gradients_equal_the_whole_batch(qwen_path: st
         assert a == pytest.approx(b, abs=1e-5)
     grads = []
     for policy in (whole, micro):
-        learner = PPOLearner(policy, PPOConfig(), marft_credit)
+        learner = PPOLearner(policy, PPOConfig(), MARFT)
         part = _samples(batch, advantages=[1.0, -0.5, 0.25, -1.0])
         learner._accumulate("solver", part, True, _Stats())
         grads.append([p.grad.clone() for p in policy.policy_parameters("solver")])
@@ -187,7 +187,7 @@ def test_equal_rewards_give_no_actor_step_and_dropout_keeps_the_first_ratio_at_o
     torch.manual_seed(1)
     batch = policy.act("solver", [OBS] * 6)
     before = [p.detach().clone() for p in policy.policy_parameters("solver")]
-    learner = PPOLearner(policy, PPOConfig(epochs=1, minibatches=1), marft_credit)
+    learner = PPOLearner(policy, PPOConfig(epochs=1, minibatches=1), MARFT)
     flat = RolloutBatch([[s] for s in _samples(batch, [0.0] * 6)], [{}] * 6)
     stats = learner.update(flat, update=0)
     assert stats["flat_rewards"] == 1.0 and stats["actor_steps"] == 0
@@ -210,7 +210,7 @@ def test_ratio_modes_log_the_clip_fraction_per_role(qwen_path: str) -> None:
     for ratio in ("token", "action_mean", "action_sum"):
         policy.load_trainable_state(start)
         cfg = PPOConfig(ratio=ratio, epochs=3, minibatches=2, target_kl=None, lr_actor=0.05)
-        learner = PPOLearner(policy, cfg, marft_credit)
+        learner = PPOLearner(policy, cfg, MARFT)
         rollout = RolloutBatch([[s] for s in _samples(batch, [0.0] * 4, [0, 1, 1, 0])], [{}] * 4)
         stats = learner.update(rollout, update=0)
         assert stats["actor_steps"] == 6

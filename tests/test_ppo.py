@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from flexmg.agents.marft import marft_credit
+from flexmg.agents.marft import MARFT
 from flexmg.agents.ppo import (
     PPOConfig,
     PPOLearner,
@@ -20,7 +20,7 @@ from flexmg.agents.ppo import (
     masked_mean,
 )
 from flexmg.agents.samples import RolloutBatch, Sample
-from flexmg.baselines.ippo import ippo_credit
+from flexmg.baselines.ippo import IPPO
 
 
 class FakePolicy(torch.nn.Module):
@@ -195,7 +195,7 @@ def test_agent_by_agent_only_active_role_gets_policy_gradients(level):
     policy = FakePolicy(["a", "b"])
     got = _grad_recorder(policy)
     cfg = PPOConfig(level=level, agent_interval=1, epochs=1, minibatches=1, target_kl=None)
-    learner = PPOLearner(policy, cfg, marft_credit)
+    learner = PPOLearner(policy, cfg, MARFT)
     batch = _scored(learner)
     before = {k: v.detach().clone() for k, v in policy.state_dict().items()}
     stats = learner.update(batch, update=1)  # interval 1: update 1 -> role "b"
@@ -210,7 +210,7 @@ def test_agent_by_agent_only_active_role_gets_policy_gradients(level):
 def test_all_roles_learn_when_interval_zero_and_ippo_heads():
     policy = FakePolicy(["a", "b"], critic="per_role")
     got = _grad_recorder(policy)
-    learner = PPOLearner(policy, PPOConfig(epochs=1, minibatches=1), ippo_credit)
+    learner = PPOLearner(policy, PPOConfig(epochs=1, minibatches=1), IPPO)
     batch = _scored(learner)
     learner.update(batch, update=0)
     assert got == {
@@ -226,7 +226,7 @@ def test_all_roles_learn_when_interval_zero_and_ippo_heads():
 def test_critic_warmup_trains_only_critic():
     policy = FakePolicy(["a", "b"], share=True)
     got = _grad_recorder(policy)
-    learner = PPOLearner(policy, PPOConfig(critic_warmup=2), marft_credit)
+    learner = PPOLearner(policy, PPOConfig(critic_warmup=2), MARFT)
     batch = _scored(learner)
     stats = learner.update(batch, update=1)
     assert got == {"heads.team.weight", "heads.team.bias"}
@@ -239,7 +239,7 @@ def test_critic_warmup_trains_only_critic():
 def test_target_kl_skips_policy_steps():
     policy = FakePolicy(["a"])
     cfg = PPOConfig(epochs=4, minibatches=1, target_kl=1e-12, lr_actor=0.5)
-    learner = PPOLearner(policy, cfg, marft_credit)
+    learner = PPOLearner(policy, cfg, MARFT)
     batch = _scored(learner, roles=("a",))
     stats = learner.update(batch, update=0)
     # epoch 1 steps (KL is 0 before any step); epoch 2 sees KL > target: skipped, role stopped
@@ -251,7 +251,7 @@ def test_first_minibatch_loss_matches_hand_computation():
     policy = FakePolicy(["a"])
     cfg = PPOConfig(epochs=1, minibatches=1, normalize_advantages=False, entropy_coef=0.0,
                     ratio="action_sum")  # fmt: skip
-    learner = PPOLearner(policy, cfg, marft_credit)
+    learner = PPOLearner(policy, cfg, MARFT)
     batch = _scored(learner, roles=("a",), episodes=2, rewards=(1.0, 0.0))
     stats = learner.update(batch, update=0)
     samples = batch.samples
@@ -268,23 +268,23 @@ def test_first_minibatch_loss_matches_hand_computation():
 
 def test_optimizer_state_roundtrip_and_mismatch():
     policy = FakePolicy(["a", "b"])
-    learner = PPOLearner(policy, PPOConfig(), marft_credit)
+    learner = PPOLearner(policy, PPOConfig(), MARFT)
     batch = _scored(learner)
     learner.update(batch, 0)
     state = learner.state_dict()
-    other = PPOLearner(FakePolicy(["a", "b"]), PPOConfig(), marft_credit)
+    other = PPOLearner(FakePolicy(["a", "b"]), PPOConfig(), MARFT)
     other.load_state_dict(state)
-    shared = PPOLearner(FakePolicy(["a", "b"], share=True), PPOConfig(), marft_credit)
+    shared = PPOLearner(FakePolicy(["a", "b"], share=True), PPOConfig(), MARFT)
     with pytest.raises(ValueError, match="share_parameters"):
         shared.load_state_dict(state)
 
 
 def test_linear_lr_schedule():
-    learner = PPOLearner(FakePolicy(["a"]), PPOConfig(lr_actor=0.1, lr_critic=0.2), marft_credit)
+    learner = PPOLearner(FakePolicy(["a"]), PPOConfig(lr_actor=0.1, lr_critic=0.2), MARFT)
     assert learner.set_progress(5, 10) == pytest.approx(0.5)
     assert learner.actor_opts["a"].param_groups[0]["lr"] == pytest.approx(0.05)
     assert learner.critic_opts["team"].param_groups[0]["lr"] == pytest.approx(0.1)
-    const = PPOLearner(FakePolicy(["a"]), PPOConfig(lr_schedule="constant"), marft_credit)
+    const = PPOLearner(FakePolicy(["a"]), PPOConfig(lr_schedule="constant"), MARFT)
     assert const.set_progress(9, 10) == 1.0
     with pytest.raises(ValueError, match="lr_schedule"):
         PPOConfig(lr_schedule="cosine")
@@ -292,14 +292,14 @@ def test_linear_lr_schedule():
 
 def test_kl_penalty_to_reference_uses_base_logprobs():
     policy = FakePolicy(["a"])
-    learner = PPOLearner(policy, PPOConfig(kl_coef=0.5, epochs=1, minibatches=1), marft_credit)
+    learner = PPOLearner(policy, PPOConfig(kl_coef=0.5, epochs=1, minibatches=1), MARFT)
     batch = _scored(learner, roles=("a",))
     s = batch.samples[0]
     assert s.ref_token_logprobs == pytest.approx([-math.log(4)] * len(s.action_ids))
     stats = learner.update(batch, 0)
     # policy logits differ from the uniform reference, so the k3 estimate is positive
     assert stats["kl_ref"] > 0
-    no_ref = PPOLearner(FakePolicy(["a"]), PPOConfig(), marft_credit)
+    no_ref = PPOLearner(FakePolicy(["a"]), PPOConfig(), MARFT)
     batch2 = _scored(no_ref, roles=("a",))
     assert batch2.samples[0].ref_token_logprobs is None
     assert "kl_ref" not in no_ref.update(batch2, 0)

@@ -81,7 +81,7 @@ def _margin_change(flipped: bool) -> float:
     policy = _policy()
     marft = get_algorithm("marft")
     learner = PPOLearner(policy, PPOConfig(lr_actor=1e-3, lr_critic=1e-3, recompute_old=True,
-                                           target_kl=None), marft.credit)  # fmt: skip
+                                           target_kl=None), marft)  # fmt: skip
     batch, prompt = _relay_batch(policy, flipped)
     # a prompt the batch does not hold: the movement generalises past the trained prompts
     env = flexmg.make("relay-2agent")

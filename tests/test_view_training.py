@@ -32,7 +32,7 @@ def test_a_ppo_updates_values_and_advantages_reach_the_page(tmp_path):
     policy = TeamPolicy(
         ["solver", "verifier"], PolicyConfig(critic=algo.critic, max_new_tokens=24, seed=0)
     )
-    learner = PPOLearner(policy, PPOConfig(epochs=1, minibatches=1), algo.credit)
+    learner = PPOLearner(policy, PPOConfig(epochs=1, minibatches=1), algo)
     vec = flexmg.make_vec("math-2agent", num_envs=4, split="train")
     turns: dict[int, list] = {}
 

@@ -187,7 +187,7 @@ class MathReward:
         boxed = "\\boxed" in turn.action or "\\fbox" in turn.action
         if not (graded or boxed):
             value = last_value(turn.action)
-            info = {"own_correct": None, "format_error": False, "graded": False}
+            info: dict[str, Any] = {"own_correct": None, "format_error": False, "graded": False}
             info.update(
                 format_ok=False, answer=value, answer_correct=self._value_correct(value, task)
             )

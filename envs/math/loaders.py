@@ -157,7 +157,7 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     lower = path.name.lower()
     if lower.endswith(".parquet"):
         try:
-            import pyarrow.parquet as pq  # type: ignore[import-untyped]
+            import pyarrow.parquet as pq  # type: ignore[import-untyped, import-not-found, unused-ignore]
         except ImportError:
             raise ImportError(
                 f"reading {path} needs pyarrow: `pip install pyarrow` (or convert it to .jsonl)"

@@ -112,8 +112,8 @@ class PolicyConfig(Settings):
     )
     critic: str = setting(
         "centralized",
-        "'centralized' (one value head, MARFT) or 'per_role' (IPPO)",
-        choices=("centralized", "per_role"),
+        "'centralized' (one value head, MARFT), 'per_role' (IPPO) or 'none' (critic-free)",
+        choices=("centralized", "per_role", "none"),
     )
     lora_r: int = setting(8, "LoRA rank", flag="--lora-r", check=(_positive, "> 0"))
     lora_alpha: int = setting(16, "LoRA scaling numerator", check=(_positive, "> 0"))
@@ -407,6 +407,13 @@ class TrainConfig(Settings):
         128,
         "rollout episodes per update (the vector env's size)",
         flag="--episodes-per-update",
+        check=_at_least(1),
+    )
+    group_size: int = setting(
+        1,
+        "play each training prompt G times per rollout (group baselines need G >= 2; "
+        "episodes per update must be a multiple of G)",
+        flag="--group-size",
         check=_at_least(1),
     )
     eval_every: int = setting(

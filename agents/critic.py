@@ -64,7 +64,7 @@ class ValueHead(nn.Module):
 def build_value_heads(
     names: Iterable[str], in_features: int, hidden: Sequence[int] = (1024, 512)
 ) -> nn.ModuleDict:
-    """One :class:`ValueHead` per name (e.g. ``["team"]`` or one per role).
+    """One :class:`ValueHead` per name (e.g. ``["team"]``, one per role, or none: critic-free).
 
     >>> sorted(build_value_heads(["a", "b"], 4, hidden=(2,)).keys())
     ['a', 'b']
@@ -73,6 +73,4 @@ def build_value_heads(
     for name in names:
         if name not in heads:
             heads[name] = ValueHead(in_features, hidden)
-    if len(heads) == 0:
-        raise ValueError("build_value_heads needs at least one name")
     return heads

@@ -249,7 +249,7 @@ class TeamPolicy(nn.Module):
                 ) from exc
             for name in adapters[1:]:
                 model.add_adapter(name, lora)
-            critic_names = ["team"] if config.critic == "centralized" else self.roles
+            critic_names = {"centralized": ["team"], "none": []}.get(config.critic, self.roles)
             hidden = int(base.config.hidden_size)
             self.value_heads = build_value_heads(
                 [self._head_key(n) for n in critic_names], hidden, config.critic_hidden
@@ -371,12 +371,16 @@ class TeamPolicy(nn.Module):
             return ActionBatch(
                 texts, prompt_ids, actions, sampled.truncated, sampled.sampler_logprobs, *scores
             )
-        features = self.critic_features(prompt_ids)
-        values = self.values(role, features).float().cpu().tolist()
+        if self.config.critic == "none":  # critic-free: nothing to value
+            features, values = None, [0.0] * n
+        else:
+            feats = self.critic_features(prompt_ids)
+            values = self.values(role, feats).float().cpu().tolist()
+            features = list(feats.cpu().unbind(0))
         return ActionBatch(
             texts, prompt_ids, actions, sampled.truncated, sampled.sampler_logprobs,
             [list(lp) for lp in sampled.sampler_logprobs], values, [[] for _ in range(n)],
-            None, list(features.cpu().unbind(0)),
+            None, features,
         )  # fmt: skip
 
     @torch.no_grad()
@@ -509,6 +513,10 @@ class TeamPolicy(nn.Module):
         if self.config.logprob_reduction == "mean":
             action_logprob = action_logprob / mask.sum(-1).clamp(min=1.0)
 
+        if self.config.critic == "none" and not with_ref:  # critic-free: no values to compute
+            zeros = torch.zeros(b, device=self.device)
+            tv0 = torch.zeros_like(mask) if token_values else None
+            return Evaluation(token_lp, mask, action_logprob, zeros, entropy, tv0, None)
         if critic_features is not None and not (token_values or with_ref):
             vals = self.values(role, critic_features)
             return Evaluation(token_lp, mask, action_logprob, vals, entropy, None, None)

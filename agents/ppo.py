@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -197,6 +198,8 @@ class PPOLearner:
         )  # fmt: skip
         for role in self.roles:
             for kind, name_of, params_of, params_by, opts, lr in groups:
+                if kind == "critic" and algorithm.critic == "none":
+                    continue  # critic-free: no value heads to train
                 name = name_of(role)
                 if name in opts:  # shared by several roles
                     continue
@@ -254,48 +257,101 @@ class PPOLearner:
         """
         cfg = self.config
         samples = batch.samples
+        critic = self.algorithm.critic != "none"
         # 1. old log-probs and values: the rollout's (or recomputed, when asked)
         if cfg.recompute_old:
             self.recompute(samples)
         # 2. does the learner score what the sampler drew?
         stats = _Stats()
         stats.set("sampler_kl", sampler_kl(samples))
-        # 3-4. credit assignment and GAE along its chains
-        assign_advantages(
-            batch.episodes, self.algorithm.credit, level=cfg.level, gamma=cfg.gamma, lam=cfg.lam,
-            token_gamma=cfg.token_gamma, token_lam=cfg.token_lam,
-            truncation_penalty=cfg.truncation_penalty,
-        )  # fmt: skip
-        # 5. normalise; equal rewards everywhere -> advantages are noise -> no actor step
+        # 3-4. credit: GAE along the algorithm's chains, or its critic-free advantages
+        if self.algorithm.advantages is not None:
+            self.algorithm.advantages(batch.episodes, batch.metrics)
+        else:
+            assert self.algorithm.credit is not None  # Algorithm checks: credit xor advantages
+            assign_advantages(
+                batch.episodes, self.algorithm.credit, level=cfg.level, gamma=cfg.gamma,
+                lam=cfg.lam, token_gamma=cfg.token_gamma, token_lam=cfg.token_lam,
+                truncation_penalty=cfg.truncation_penalty,
+            )  # fmt: skip
+        # 5. normalise (a critic-free algorithm's are already relative to their group);
+        #    equal rewards everywhere -> advantages are noise -> no actor step
         flat = rewards_are_flat(batch.episodes, cfg.truncation_penalty)
         stats.set(
-            "adv_mean_raw", normalize_advantages(samples, cfg.level, cfg.normalize_advantages)
+            "adv_mean_raw",
+            normalize_advantages(samples, cfg.level, cfg.normalize_advantages and critic),
         )
         stats.set("flat_rewards", float(flat))
-        warm = update < cfg.critic_warmup
+        warm = critic and update < cfg.critic_warmup
         learning = (
             set() if warm or flat else set(active_roles(self.roles, update, cfg.agent_interval))
         )
-        # 6-7. epochs x minibatches x roles (x micro-batches), then one step per minibatch
+        # 6-7. epochs x minibatches x roles (x micro-batches), one step per minibatch; MARFT's
+        #      agent-by-agent order: one role after another, each weighted by how its
+        #      predecessors' updated policies changed what they said (their ratio product)
         by_role = batch.by_role()
+        steps = _Steps()
+        weights = [1.0] * len(batch.episodes)
+        if self.sequential:
+            for i, role in enumerate(self.roles):
+                self._epochs([role], by_role, learning, weights, generator, stats, steps)
+                if i + 1 < len(self.roles) and role in learning and role in by_role:
+                    self._reweight(role, by_role[role], weights, stats)
+        else:
+            self._epochs(self.roles, by_role, learning, weights, generator, stats, steps)
+        self._zero_grad()
+        out = stats.means()
+        rets = [s.ret for s in samples]
+        vals = [s.old_value for s in samples]
+        if critic:
+            out.update(
+                value_mean=sum(vals) / max(1, len(vals)),
+                explained_variance=_explained_variance(vals, rets),
+            )
+            for role, part in by_role.items():
+                out[f"explained_variance/{role}"] = _explained_variance(
+                    [s.old_value for s in part], [s.ret for s in part]
+                )
+        out.update(
+            return_mean=sum(rets) / max(1, len(rets)),
+            truncated_frac=sum(s.truncated for s in samples) / max(1, len(samples)),
+            actor_steps=float(steps.actor),
+            kl_skipped=float(steps.skipped),
+            critic_warmup=float(warm),
+            learning_roles=float(len(learning)),
+        )
+        return out
+
+    @property
+    def sequential(self) -> bool:
+        """Whether roles learn one after another (MARFT; needs one adapter per role)."""
+        adapters = {self.policy.adapter_name(r) for r in self.roles}
+        return self.algorithm.sequential and len(adapters) == len(self.roles) > 1
+
+    def _epochs(
+        self, roles: Sequence[str], by_role: dict[str, list[Sample]], learning: set[str],
+        weights: Sequence[float], generator: torch.Generator | None, stats: _Stats,
+        steps: _Steps,
+    ) -> None:  # fmt: skip
+        """``epochs`` x ``minibatches`` of ``roles``' samples, one optimizer step per minibatch."""
+        cfg = self.config
         stopped: set[str] = set()  # adapters stopped by target KL
-        actor_steps = skipped = 0
         for _epoch in range(cfg.epochs):
-            order = {r: torch.randperm(len(ss), generator=generator).tolist()
-                     for r, ss in by_role.items()}  # fmt: skip
+            order = {r: torch.randperm(len(by_role.get(r, [])), generator=generator).tolist()
+                     for r in roles}  # fmt: skip
             for mb in range(cfg.minibatches):
                 self._zero_grad()
                 stepping: set[str] = set()
-                for role in self.roles:
-                    part = [by_role[role][i] for i in order.get(role, [])[mb :: cfg.minibatches]]
+                for role in roles:
+                    part = [by_role[role][i] for i in order[role][mb :: cfg.minibatches]]
                     if not part:
                         continue
                     adapter = self.policy.adapter_name(role)
                     learn = role in learning and adapter not in stopped
-                    kl = self._accumulate(role, part, learn, stats)
+                    kl = self._accumulate(role, part, learn, stats, weights)
                     if learn and cfg.target_kl is not None and kl > cfg.target_kl:
                         stopped.add(adapter)  # too far from the rollout policy: stop this role
-                        skipped += 1
+                        steps.skipped += 1
                         for p in self.actor_params[adapter]:
                             p.grad = None
                     elif learn:
@@ -303,24 +359,42 @@ class PPOLearner:
                 stepping -= stopped
                 for name, norm in self._step(stepping).items():
                     stats.add(name, norm)
-                actor_steps += len(stepping)
-        self._zero_grad()
-        out = stats.means()
-        rets = [s.ret for s in samples]
-        vals = [s.old_value for s in samples]
-        out.update(
-            value_mean=sum(vals) / max(1, len(vals)),
-            return_mean=sum(rets) / max(1, len(rets)),
-            explained_variance=_explained_variance(vals, rets),
-            truncated_frac=sum(s.truncated for s in samples) / max(1, len(samples)),
-            actor_steps=float(actor_steps),
-            kl_skipped=float(skipped),
-            critic_warmup=float(warm),
-            learning_roles=float(len(learning)),
-        )
-        return out
+                steps.actor += len(stepping)
 
-    def _accumulate(self, role: str, part: Sequence[Sample], learn: bool, stats: _Stats) -> float:
+    @torch.no_grad()
+    def _reweight(
+        self, role: str, part: Sequence[Sample], weights: list[float], stats: _Stats
+    ) -> None:
+        """Multiply each episode's weight by ``role``'s new/old action ratio there (clamped).
+
+        The successors of ``role`` then learn against its *updated* policy: HAPPO's
+        sequential correction, the product of the predecessors' ratios, kept within
+        ``[1 - clip, 1 + clip]`` so one agent's step cannot swamp the next one's signal.
+        """
+        cfg = self.config
+        size = int(self.policy.config.micro_batch) or len(part)
+        ratios: list[float] = []
+        for start in range(0, len(part), size):
+            micro = part[start : start + size]
+            ev = self.policy.evaluate(
+                role, [s.prompt_ids for s in micro], [s.action_ids for s in micro],
+                with_entropy=False, with_ref=False, token_values=False, **_features(micro),
+            )  # fmt: skip
+            mask = ev.mask.float()
+            old = _pad([s.old_token_logprobs for s in micro], mask.shape[1], mask.device)
+            log_ratio = ((ev.token_logprobs.float() - old) * mask).sum(-1)
+            if cfg.ratio != "action_sum":
+                log_ratio = log_ratio / mask.sum(-1).clamp(min=1.0)
+            ratios.extend(torch.exp(log_ratio).tolist())
+        low, high = 1.0 - cfg.clip, 1.0 + cfg.clip
+        for s, r in zip(part, ratios, strict=True):
+            weights[s.episode] = min(max(weights[s.episode] * r, low), high)
+        stats.set(f"sequential_ratio/{role}", sum(ratios) / max(1, len(ratios)))
+
+    def _accumulate(
+        self, role: str, part: Sequence[Sample], learn: bool, stats: _Stats,
+        weights: Sequence[float] | None = None,
+    ) -> float:  # fmt: skip
         """Backward the losses of one role's minibatch, micro-batch by micro-batch.
 
         Every loss is divided by the whole minibatch's count (samples or tokens),
@@ -328,6 +402,7 @@ class PPOLearner:
         the approximate KL of the minibatch to the rollout policy.
         """
         cfg = self.config
+        critic = self.algorithm.critic != "none"
         size = int(self.policy.config.micro_batch) or len(part)
         n_samples = float(len(part))
         n_tokens = float(sum(len(s.action_ids) for s in part))
@@ -338,20 +413,26 @@ class PPOLearner:
             ev = self.policy.evaluate(
                 role, [s.prompt_ids for s in micro], [s.action_ids for s in micro],
                 with_entropy=learn and cfg.entropy_coef > 0, with_ref=False,
-                token_values=cfg.level == "token",
+                token_values=critic and cfg.level == "token",
+                **({} if cfg.level == "token" else _features(micro)),
             )  # fmt: skip
-            dev = ev.values.device
+            dev = ev.mask.device
             mask = ev.mask.float()
             width = mask.shape[1]
             tok_lp = ev.token_logprobs.float()
             old_tok_lp = _pad([s.old_token_logprobs for s in micro], width, dev)
             kl = approx_kl(tok_lp.detach(), old_tok_lp, mask, n_tokens)
             role_stats.add("approx_kl", float(kl))
-            v_loss = self._value_loss(ev, micro, mask, n_samples, n_vtokens)
-            role_stats.add("value_loss", float(v_loss.detach()))
-            loss = cfg.value_coef * v_loss
+            loss = torch.zeros((), device=dev)
+            if critic:
+                v_loss = self._value_loss(ev, micro, mask, n_samples, n_vtokens)
+                role_stats.add("value_loss", float(v_loss.detach()))
+                loss = loss + cfg.value_coef * v_loss
             if learn:
                 adv = self._advantages(micro, width, dev)
+                if weights is not None:
+                    w = torch.tensor([weights[s.episode] for s in micro], device=dev)
+                    adv = adv * (w.unsqueeze(-1) if adv.dim() == 2 else w)
                 pg, clipfrac = self._policy_loss(tok_lp, old_tok_lp, adv, mask, n_samples, n_tokens)
                 role_stats.add("policy_loss", float(pg.detach()))
                 role_stats.add("clipfrac", float(clipfrac))
@@ -365,7 +446,8 @@ class PPOLearner:
                     kl_ref = kl_to_reference(tok_lp, ref, mask, n_tokens)
                     role_stats.add("kl_ref", float(kl_ref.detach()))
                     loss = loss + cfg.kl_coef * kl_ref
-            loss.backward()
+            if loss.requires_grad:
+                loss.backward()
         totals = role_stats.totals()
         for name, value in totals.items():
             stats.add(name, value)
@@ -476,6 +558,22 @@ def normalize_advantages(samples: Sequence[Sample], level: str, normalize: bool 
             s.advantage = (s.advantage - mean) / (std + 1e-8)
             s.token_advantages = [(a - mean) / (std + 1e-8) for a in s.token_advantages]
     return raw_mean
+
+
+def _features(part: Sequence[Sample]) -> dict[str, torch.Tensor]:
+    """``{"critic_features": stacked}`` of ``part`` for ``Policy.evaluate`` ({} if any lacks them)."""
+    feats = [s.critic_features for s in part]
+    if not feats or any(f is None for f in feats):
+        return {}
+    return {"critic_features": torch.stack([torch.as_tensor(f) for f in feats])}
+
+
+@dataclass
+class _Steps:
+    """Counts of optimizer steps taken and skipped (target KL) in one update."""
+
+    actor: int = 0
+    skipped: int = 0
 
 
 class _Stats:

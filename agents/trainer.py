@@ -103,6 +103,17 @@ class Trainer:
 
         self.config = config
         self.algorithm: Algorithm = get_algorithm(config.algo)
+        if config.episodes_per_update % config.group_size:
+            raise ValueError(
+                f"episodes_per_update={config.episodes_per_update} is not a multiple of "
+                f"group_size={config.group_size}; make it one (e.g. "
+                f"{config.group_size * max(1, config.episodes_per_update // config.group_size)})"
+            )
+        if config.group_size < self.algorithm.group_size:
+            raise ValueError(
+                f"--algo {config.algo} compares episodes of the same prompt: it needs "
+                f"--group-size >= {self.algorithm.group_size}, got {config.group_size}"
+            )
         self.run_dir = Path(config.run_dir or default_run_dir(config.env, config.algo))
         config.run_dir = str(self.run_dir)
         self.roles = env_roles(config.env, config.env_kwargs)
@@ -183,10 +194,18 @@ class Trainer:
 
     # ------------------------------------------------------------------ pieces
     def rollout_seed(self, update: int) -> int:
-        """Env seed of the rollout of ``update`` (env i gets this + i)."""
+        """First env seed of the rollout of ``update`` (see :meth:`rollout_seeds`)."""
         return (
             1_000_000_000 * (self.config.seed % 1000 + 1) + update * self.config.episodes_per_update
         )
+
+    def rollout_seeds(self, update: int) -> list[int]:
+        """Env seeds of ``update``'s rollout: env ``i`` gets ``first + i // group_size``.
+
+        Each prompt is played ``group_size`` times in a row.
+        """
+        first, g = self.rollout_seed(update), self.config.group_size
+        return [first + i // g for i in range(self.config.episodes_per_update)]
 
     def evaluate(self) -> dict[str, Any]:
         """Held-out evaluation (greedy, ``split="eval"``) of the current policy."""
@@ -213,7 +232,7 @@ class Trainer:
         and the epochs of minibatches (see ``agents/ppo.py``).
         """
         torch.manual_seed(derive_seed(self.config.seed, update, 1))
-        batch = collect_rollout(self.policy, vec, seed=self.rollout_seed(update))
+        batch = collect_rollout(self.policy, vec, seed=self.rollout_seeds(update))
         lr_factor = self.learner.set_progress(update, self.config.updates)
         gen = torch.Generator().manual_seed(derive_seed(self.config.seed, update, 2))
         stats = self.learner.update(batch, update, generator=gen)

@@ -172,8 +172,14 @@ class Policy(Protocol):
         with_entropy: bool = True,
         with_ref: bool = False,
         token_values: bool = True,
+        critic_features: Any = None,
     ) -> Any:
-        """Log-probs, entropies and values of stored actions (gradients flow)."""
+        """Log-probs, entropies and values of stored actions (gradients flow).
+
+        ``critic_features``, when the rollout's ``act`` returned them, lets the policy
+        value the actions without running its critic's input again; the learner passes
+        them only when every sample has them.
+        """
         ...
 
     def score(

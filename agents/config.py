@@ -116,7 +116,9 @@ class PolicyConfig(Settings):
         choices=("centralized", "per_role", "none"),
     )
     lora_r: int = setting(8, "LoRA rank", flag="--lora-r", check=(_positive, "> 0"))
-    lora_alpha: int = setting(16, "LoRA scaling numerator", check=(_positive, "> 0"))
+    lora_alpha: int = setting(
+        16, "LoRA scaling numerator", flag="--lora-alpha", check=(_positive, "> 0")
+    )
     lora_dropout: float = setting(
         0.0,
         "LoRA dropout; PPO always scores with dropout off (the ratio must compare one "

@@ -1,7 +1,20 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh) and run the main job: MARFT on math-2agent with the project's
-# tiny model, on the CPU. Extra arguments go to `flexmg train`.
+# Set up (scripts/setup.sh) and run the main job: a SmolLM2-135M-Instruct team (solver ->
+# verifier, one LoRA each) trained with MARFT on "What is A + B?" (A, B in 0-40) on the CPU.
+# Every setting is a `flexmg train` flag (docs/marft.md explains each default); extra
+# arguments go to `flexmg train` and override them (e.g. --seed 1, --updates 5).
+# The learning report: `python benchmarks/learning_curve.py` (README, "Results").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/flexmg train --algo marft --env math-2agent "$@"
+exec .venv/bin/flexmg train --env math-2agent --algo marft \
+  --model smollm2-135m --lora-r 16 --lora-alpha 32 \
+  --lora-target-modules q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj \
+  --temperature 1.0 --role-temperature verifier=0.7 \
+  --role-max-new-tokens solver=48 verifier=24 --micro-batch 16 \
+  --lr 2e-4 --critic-lr 5e-4 --epochs 1 --minibatches 1 \
+  --updates 20 --episodes-per-update 32 --group-size 4 \
+  --eval-episodes 0 --checkpoint-every 5 --keep-checkpoints 0 \
+  --kw 'tasks={"name": "arithmetic", "max_operand": 40, "ops": "+"}' \
+  'prompts={"verifier": "You are the verifier. Check the previous answer; if it is wrong, correct it. Reply with only the final answer, like \\boxed{42}."}' \
+  "$@"

@@ -27,6 +27,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "flexmg.envs.families.math",
     "flexmg.envs.families.code",
     "flexmg.envs.families.relay",
+    "flexmg.envs.families.split",
 )
 
 __all__ = ["BUILTIN_ENVS", "FAMILY_MODULES", "builtin_env_ids", "family", "register_envs"]

@@ -27,6 +27,9 @@ FAMILY_MODULES: tuple[str, ...] = (
     "flexmg.envs.families.math",
     "flexmg.envs.families.code",
     "flexmg.envs.families.relay",
+    "flexmg.envs.families.split",
+    "flexmg.envs.families.check",
+    "flexmg.envs.families.testfirst",
 )
 
 __all__ = ["BUILTIN_ENVS", "FAMILY_MODULES", "builtin_env_ids", "family", "register_envs"]

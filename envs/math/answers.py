@@ -43,6 +43,13 @@ def number_of(text: str | None) -> Fraction | None:
     """
     if text is None:
         return None
+    try:
+        return _exact(text)
+    except ValueError:  # a number past Python's int-conversion limit (hostile text)
+        return None
+
+
+def _exact(text: str) -> Fraction | None:
     plain = text.replace(",", "").replace("$", "").strip()
     found = _NUMBER.match(plain)
     if found:

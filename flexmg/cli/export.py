@@ -14,7 +14,16 @@ def add_command(sub: Any) -> None:
     p.add_argument("env_id", help="a registered id or package.module:factory")
     p.add_argument("--out", required=True, help="output file (.jsonl or .parquet)")
     p.add_argument("--n", type=int, default=1000, help="number of episodes (seeds)")
-    p.add_argument("--split", default="eval", help="task split: train, eval or all")
+    p.add_argument(
+        "--split",
+        default=None,
+        help="task split: train, eval or all (default: the split=KEY=VALUE kwarg, else eval)",
+    )
+    p.add_argument(
+        "--allow-repeats",
+        action="store_true",
+        help="write rows whose episode repeats an earlier row's (refused by default)",
+    )
     p.add_argument(
         "--format",
         choices=("jsonl", "parquet"),
@@ -29,22 +38,25 @@ def add_command(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the rows and say where."""
-    from flexmg.integrations.export import export_rows
+    from flexmg.integrations.export import export_rows, resolve_split
 
     fmt = args.format or ("parquet" if args.out.endswith(".parquet") else "jsonl")
     try:
+        env_kwargs = parse_kwargs([*args.kw, *args.kw_opt])
+        split = resolve_split(args.split, env_kwargs)
         path = export_rows(
             args.env_id,
             args.out,
             n=args.n,
             fmt=fmt,
-            split=args.split,
+            split=split,
             seed_start=args.seed_start,
-            env_kwargs=parse_kwargs([*args.kw, *args.kw_opt]),
+            env_kwargs=env_kwargs,
             agent_name=args.agent_name,
             progress=True,
+            allow_repeats=args.allow_repeats,
         )
     except (ImportError, ValueError) as err:
         raise CommandError(str(err)) from err
-    print(f"wrote {args.n} rows ({fmt}) to {path}")
+    print(f"wrote {args.n} rows ({fmt}) of split {split!r} to {path}")
     return 0

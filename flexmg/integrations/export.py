@@ -29,7 +29,48 @@ from flexmg.io import atomic_write_via
 FORMATS = ("jsonl", "parquet")
 DEFAULT_AGENT_NAME = "flexmg_agent"
 
-__all__ = ["DEFAULT_AGENT_NAME", "FORMATS", "episode_row", "export_rows", "iter_rows", "write_rows"]
+DEFAULT_SPLIT = "eval"
+
+__all__ = [
+    "DEFAULT_AGENT_NAME",
+    "DEFAULT_SPLIT",
+    "FORMATS",
+    "episode_row",
+    "export_rows",
+    "iter_rows",
+    "repeated_rows",
+    "resolve_split",
+    "write_rows",
+]
+
+
+def resolve_split(split: str | None, env_kwargs: Mapping[str, Any] | None = None) -> str:
+    """The split an export uses: ``split``, else ``env_kwargs["split"]``, else ``"eval"``.
+
+    Both given and different is a mistake, refused in one line.
+
+    >>> resolve_split(None), resolve_split(None, {"split": "train"}), resolve_split("all")
+    ('eval', 'train', 'all')
+    """
+    in_kwargs = (env_kwargs or {}).get("split")
+    if split is not None and in_kwargs is not None and str(in_kwargs) != split:
+        raise ValueError(
+            f"two splits given: split={split!r} and env kwarg split={in_kwargs!r}; give one"
+        )
+    return str(
+        split if split is not None else in_kwargs if in_kwargs is not None else DEFAULT_SPLIT
+    )
+
+
+def repeated_rows(rows: Sequence[Mapping[str, Any]]) -> int:
+    """How many rows repeat an earlier row's episode (same prompt and answer).
+
+    >>> a = {"prompt": [{"role": "user", "content": "1+1?"}], "answer": "2"}
+    >>> repeated_rows([a, dict(a), {**a, "answer": "3"}])
+    1
+    """
+    seen = {json.dumps([r["prompt"], r["answer"]], sort_keys=True, default=str) for r in rows}
+    return len(rows) - len(seen)
 
 
 def ability_of(env_id: str) -> str:
@@ -87,14 +128,15 @@ def iter_rows(
     env_id: str,
     seeds: Sequence[int],
     *,
-    split: str = "eval",
+    split: str | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
     agent_name: str = DEFAULT_AGENT_NAME,
     progress: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Rows for ``seeds`` of ``env_id`` built with ``split=`` (one env, reset per seed)."""
+    """Rows for ``seeds`` of ``env_id`` (one env, reset per seed), split by :func:`resolve_split`."""
     import flexmg
 
+    split = resolve_split(split, env_kwargs)
     kwargs = {**dict(env_kwargs or {}), "split": split}
     env = flexmg.make(env_id, **kwargs)
     bar = None
@@ -155,13 +197,18 @@ def export_rows(
     *,
     n: int,
     fmt: str = "jsonl",
-    split: str = "eval",
+    split: str | None = None,
     seed_start: int = 0,
     env_kwargs: Mapping[str, Any] | None = None,
     agent_name: str = DEFAULT_AGENT_NAME,
     progress: bool = False,
+    allow_repeats: bool = False,
 ) -> Path:
     """Export episodes ``seed_start .. seed_start + n - 1`` of ``env_id`` to ``out``.
+
+    The split is :func:`resolve_split`'s (``"eval"`` unless told). A split holds a finite
+    number of tasks: when seeds draw an episode already exported (same prompt and
+    answer) the export is refused, and nothing is written, unless ``allow_repeats``.
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "m.jsonl"
@@ -184,4 +231,12 @@ def export_rows(
             progress=progress,
         )
     )
+    repeats = repeated_rows(rows)
+    if repeats and not allow_repeats:
+        raise ValueError(
+            f"{repeats} of {n} rows repeat an earlier episode: split "
+            f"{resolve_split(split, env_kwargs)!r} of {env_id} gives {n - repeats} distinct ones "
+            f"for seeds {seed_start}..{seed_start + n - 1}; export fewer rows, another split, "
+            "or allow the repeats (--allow-repeats)"
+        )
     return write_rows(rows, out, fmt)

@@ -151,8 +151,9 @@ def make_environment_factory(
     never calls the tool counts as the role saying nothing.
 
     With ``base_url`` (TRL's OpenEnv route) each instance plays its episodes on
-    a ``flexmg serve`` server through OpenEnv's client instead of a local env;
-    ``env_id`` and ``env_kwargs`` name the roles and must match the server's.
+    a ``flexmg serve`` server (one :class:`~flexmg.integrations.openenv_client.FlexMGSession`
+    per instance) instead of a local env; ``env_id`` and ``env_kwargs`` must match the
+    server's, or the first ``reset`` raises ``ServerMismatchError``.
 
     >>> Env = make_environment_factory("echo", role="b", others={"a": lambda m: "hi"})
     >>> env = Env(); print(env.reset(seed=0).splitlines()[-1])
@@ -181,10 +182,10 @@ def make_environment_factory(
             else:
                 from flexmg.integrations.openenv import RemoteSeatDriver
 
-                if self._client is None:
-                    from openenv.core import GenericEnvClient
+                if self._client is None:  # refuses a server playing another env or kwargs
+                    from flexmg.integrations.openenv_client import FlexMGSession
 
-                    self._client = GenericEnvClient(base_url=base_url).sync()
+                    self._client = FlexMGSession(base_url, env_id=env_id, env_kwargs=env_kwargs)
                 self._driver = RemoteSeatDriver(self._client, env_id, int(seed))
             return self._advance()
 

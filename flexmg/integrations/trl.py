@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -51,13 +52,78 @@ from flexmg.integrations.seats import (
 
 __all__ = [
     "FlexMGRollout",
+    "ValueRelay",
     "env_reward",
     "environment_dataset",
     "make_environment_factory",
     "make_rollout_func",
+    "text_reward",
 ]
 
 REWARDS = ("team", "role")
+
+
+_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?")
+_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
+
+
+class ValueRelay:
+    r"""A frozen graded role that boxes the value the trained ``role`` wrote.
+
+    A chat model answers in plain text ("... The answer is 7.") and rarely boxes; the
+    env grades the graded role's boxed answer. Put this callable in the graded role's
+    seat (the verifier of ``math-2agent``) and the team score grades the trained role's
+    value: its last box, else its last number.
+
+    >>> relay = ValueRelay("solver")
+    >>> relay([{"role": "user", "content": "Task: 3 + 4?\n\n[solver]: 3 + 4 = 7.\nSo 7."}])
+    '\\boxed{7}'
+    >>> relay([{"role": "user", "content": "[solver]: I do not know.\n\nWrite your message"}])
+    'No answer.'
+    """
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+
+    def __call__(self, messages: Messages) -> str:
+        """The graded role's reply: the trained role's value, boxed (or ``No answer.``)."""
+        content = messages[-1]["content"] if messages else ""
+        marker = f"[{self.role}]: "
+        at = content.rfind(marker)
+        if at < 0:
+            return "No answer."
+        said = content[at + len(marker) :].split("\n\nWrite your message as", 1)[0]
+        boxes = _BOX.findall(said)
+        numbers = _NUMBER.findall(boxes[-1] if boxes else said)
+        return f"\\boxed{{{numbers[-1].replace(',', '')}}}" if numbers else "No answer."
+
+
+def _last_text(completion: Any) -> str:
+    """The text of a completion: a string, or the last assistant message's content."""
+    if isinstance(completion, str):
+        return completion
+    for message in reversed(list(completion or [])):
+        if isinstance(message, Mapping) and message.get("role") == "assistant":
+            content = message.get("content")
+            return content if isinstance(content, str) else ""
+    return ""
+
+
+def text_reward(
+    completions: list[Any], environments: list[Any] | None = None, **kwargs: Any
+) -> list[float]:
+    """A reward function for ``make_environment_factory(..., plain_text=True)``.
+
+    A model that answers in plain text instead of calling ``send_message`` still plays:
+    its completion's final text is the trained role's message for its pending turn, the
+    episode is finished, and the env's reward comes back. Pass it as ``reward_funcs``.
+    """
+    if environments is None:
+        raise ValueError(
+            "text_reward needs GRPOTrainer(environment_factory=make_environment_factory("
+            "..., plain_text=True)): TRL passes the environments to it"
+        )
+    return [env._finish_with_text(_last_text(c)) for c, env in zip(completions, environments)]
 
 
 def _make_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
@@ -139,6 +205,7 @@ def make_environment_factory(
     others: Mapping[str, RoleFn] | RoleFn,
     reward: str = "team",
     base_url: str | None = None,
+    plain_text: bool = False,
     **env_kwargs: Any,
 ) -> type:
     """A class for ``GRPOTrainer(environment_factory=...)`` training ``role`` of ``env_id``.
@@ -149,6 +216,10 @@ def make_environment_factory(
     context and feedback, or the result). ``get_reward()`` is the team score
     (``reward="team"``) or the role's summed reward (``"role"``); a rollout that
     never calls the tool counts as the role saying nothing.
+
+    ``plain_text=True`` is for models that answer in text rather than tool calls: the
+    class has no ``get_reward``; pass :func:`text_reward` as ``reward_funcs``, which plays
+    the completion's final text as the role's message and returns the env's reward.
 
     With ``base_url`` (TRL's OpenEnv route) each instance plays its episodes on
     a ``flexmg serve`` server (one :class:`~flexmg.integrations.openenv_client.FlexMGSession`
@@ -195,7 +266,7 @@ def make_environment_factory(
             self._driver.act(message)
             return self._advance()
 
-        def get_reward(self) -> float:
+        def _score(self) -> float:
             """The env's reward of the episode (finishing it first if the role fell silent)."""
             driver = self._driver
             if driver is None:
@@ -204,6 +275,16 @@ def make_environment_factory(
                 who, messages = turn
                 driver.act("" if who == role else callers[who](messages))
             return _episode_reward(driver.result, role, reward)
+
+        def _finish_with_text(self, text: str) -> float:
+            """Play ``text`` as the role's pending message, finish, and score the episode."""
+            driver = self._driver
+            if driver is None:
+                return 0.0
+            turn = driver.pending()
+            if turn is not None and turn[0] == role:
+                driver.act(text)
+            return self._score()
 
         def _advance(self) -> str:
             assert self._driver is not None
@@ -223,6 +304,8 @@ def make_environment_factory(
                 What happens next: the team's new messages and feedback, or the episode's result.
             """
     FlexMGToolEnv.__qualname__ = FlexMGToolEnv.__name__
+    if not plain_text:  # TRL makes a class's get_reward a reward column of its own
+        FlexMGToolEnv.get_reward = FlexMGToolEnv._score  # type: ignore[attr-defined]
     return FlexMGToolEnv
 
 

@@ -93,16 +93,27 @@ def test_export_states_its_split_and_takes_it_from_env_kwargs(tmp_path, capsys):
     assert "two splits given" in capsys.readouterr().err
 
 
-def test_repeated_episodes_are_refused_unless_allowed(tmp_path, capsys):
+def test_rows_are_distinct_episodes_unless_repeats_are_allowed(tmp_path, capsys):
     out = tmp_path / "echo.jsonl"
+    assert main(["export", "echo", "--n", "10", "--out", str(out)]) == 0
+    assert "(distinct episodes)" in capsys.readouterr().out
+    rows = read_jsonl(out)
+    assert len(rows) == 10 and repeated_rows(rows) == 0
+    assert [r["extra_info"]["index"] for r in rows] == list(range(10))
+    seeds = [r["seed"] for r in rows]
+    assert seeds == sorted(seeds) and seeds[-1] > 9  # echo repeats: later seeds were drawn
+    for row in rows[:3]:  # each row still replays its own seed
+        env = flexmg.make("echo", split="eval")
+        env.reset(seed=row["seed"])
+        assert row["prompt"] == observation_to_messages(env.observe(env.agent_selection))
     args = ["export", "echo", "--n", "300", "--out", str(out)]
     assert main(args) == 2  # echo's split has far fewer than 300 distinct episodes
     err = capsys.readouterr().err
-    assert "rows repeat an earlier episode" in err and "--allow-repeats" in err
-    assert not out.exists()
+    assert "has only 16 distinct episodes" in err and "--allow-repeats" in err
+    assert len(read_jsonl(out)) == 10  # the old file stays
     assert main([*args, "--allow-repeats"]) == 0
     rows = read_jsonl(out)
-    assert len(rows) == 300 and repeated_rows(rows) > 0
+    assert [r["seed"] for r in rows] == list(range(300)) and repeated_rows(rows) > 0
 
 
 @pytest.mark.parametrize(

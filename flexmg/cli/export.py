@@ -22,7 +22,8 @@ def add_command(sub: Any) -> None:
     p.add_argument(
         "--allow-repeats",
         action="store_true",
-        help="write rows whose episode repeats an earlier row's (refused by default)",
+        help="take seeds as they come, repeated episodes included (default: skip seeds "
+        "whose episode is already in the file, so the N rows are distinct)",
     )
     p.add_argument(
         "--format",
@@ -31,6 +32,12 @@ def add_command(sub: Any) -> None:
         help="default: from the --out suffix",
     )
     p.add_argument("--seed-start", type=int, default=0, help="first seed")
+    p.add_argument(
+        "--max-draws",
+        type=int,
+        default=None,
+        help="seeds to try for N distinct episodes (default: max(20 N, 1000))",
+    )
     p.add_argument("--agent-name", default="flexmg_agent", help="verl's agent_name column")
     add_kwargs_arguments(p)
     p.set_defaults(func=run)
@@ -55,8 +62,10 @@ def run(args: argparse.Namespace) -> int:
             agent_name=args.agent_name,
             progress=True,
             allow_repeats=args.allow_repeats,
+            max_draws=args.max_draws,
         )
     except (ImportError, ValueError) as err:
         raise CommandError(str(err)) from err
-    print(f"wrote {args.n} rows ({fmt}) of split {split!r} to {path}")
+    kind = "rows, repeats allowed" if args.allow_repeats else "distinct episodes"
+    print(f"wrote {args.n} rows ({fmt}) of split {split!r} to {path} ({kind})")
     return 0

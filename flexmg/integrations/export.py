@@ -69,8 +69,11 @@ def repeated_rows(rows: Sequence[Mapping[str, Any]]) -> int:
     >>> repeated_rows([a, dict(a), {**a, "answer": "3"}])
     1
     """
-    seen = {json.dumps([r["prompt"], r["answer"]], sort_keys=True, default=str) for r in rows}
-    return len(rows) - len(seen)
+    return len(rows) - len({_episode_key(r) for r in rows})
+
+
+def _episode_key(row: Mapping[str, Any]) -> str:
+    return json.dumps([row["prompt"], row["answer"]], sort_keys=True, default=str)
 
 
 def ability_of(env_id: str) -> str:
@@ -203,12 +206,16 @@ def export_rows(
     agent_name: str = DEFAULT_AGENT_NAME,
     progress: bool = False,
     allow_repeats: bool = False,
+    max_draws: int | None = None,
 ) -> Path:
-    """Export episodes ``seed_start .. seed_start + n - 1`` of ``env_id`` to ``out``.
+    """Export ``n`` episodes of ``env_id`` to ``out``, one row each, seeds from ``seed_start``.
 
-    The split is :func:`resolve_split`'s (``"eval"`` unless told). A split holds a finite
-    number of tasks: when seeds draw an episode already exported (same prompt and
-    answer) the export is refused, and nothing is written, unless ``allow_repeats``.
+    The split is :func:`resolve_split`'s (``"eval"`` unless told). A split holds a
+    finite number of tasks, so seeds can draw an episode already exported (same prompt
+    and answer). By default such seeds are skipped and later seeds drawn, so the ``n``
+    rows are distinct episodes (each row keeps its seed); a split with fewer than ``n``
+    of them in ``max_draws`` seeds is refused, nothing written. ``allow_repeats`` takes
+    the seeds ``seed_start .. seed_start + n - 1`` as they come, repeats included.
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "m.jsonl"
@@ -220,23 +227,39 @@ def export_rows(
         raise ValueError(f"n must be an int >= 1 (the number of episodes), got {n!r}")
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
-    seeds = range(seed_start, seed_start + n)
-    rows = list(
-        iter_rows(
+    draws = n if allow_repeats else (max_draws if max_draws is not None else max(20 * n, 1000))
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n, desc=f"export {env_id}", unit="row")
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    try:
+        for row in iter_rows(
             env_id,
-            seeds,
+            range(seed_start, seed_start + draws),
             split=split,
             env_kwargs=env_kwargs,
             agent_name=agent_name,
-            progress=progress,
-        )
-    )
-    repeats = repeated_rows(rows)
-    if repeats and not allow_repeats:
+        ):
+            key = _episode_key(row)
+            if key in seen and not allow_repeats:
+                continue
+            seen.add(key)
+            row["extra_info"]["index"] = len(rows)
+            rows.append(row)
+            if bar is not None:
+                bar.update(1)
+            if len(rows) == n:
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+    if len(rows) < n:
         raise ValueError(
-            f"{repeats} of {n} rows repeat an earlier episode: split "
-            f"{resolve_split(split, env_kwargs)!r} of {env_id} gives {n - repeats} distinct ones "
-            f"for seeds {seed_start}..{seed_start + n - 1}; export fewer rows, another split, "
-            "or allow the repeats (--allow-repeats)"
+            f"split {resolve_split(split, env_kwargs)!r} of {env_id} has only {len(rows)} "
+            f"distinct episodes in seeds {seed_start}..{seed_start + draws - 1}; export at "
+            "most that many, another split, or allow repeated episodes (--allow-repeats)"
         )
     return write_rows(rows, out, fmt)

@@ -82,3 +82,20 @@ def test_the_documented_programs_train(tmp_path, name):
     curve = program(name).main(args)
     assert len(curve) == 2 and all(0.0 <= r <= 1.0 for r in curve)
     assert json.loads(out.read_text())["reward"] == curve
+
+
+def test_env_kwargs_are_given_one_way_everywhere():
+    from flexmg.integrations.trl import make_rollout_func
+
+    rollout = make_rollout_func(
+        "math-1agent", role="solver", others={}, seeds=[0], env_kwargs={"horizon": 2}
+    )
+    assert rollout._env_kwargs == {"horizon": 2, "split": "train"}
+    with pytest.raises(ValueError, match=r"\['horizon'\] given twice"):
+        make_rollout_func(
+            "math-1agent", role="solver", others={}, seeds=[0], env_kwargs={"horizon": 2}, horizon=3
+        )
+    Env = make_environment_factory(
+        "math-1agent", role="solver", others={}, env_kwargs={"horizon": 2}
+    )
+    assert "Round" not in Env().reset(seed=0)  # built with the kwargs, first round

@@ -126,6 +126,21 @@ def text_reward(
     return [env._finish_with_text(_last_text(c)) for c, env in zip(completions, environments)]
 
 
+def _one_way(env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Env kwargs given either way: ``env_kwargs={...}`` (as everywhere else) or as keywords.
+
+    >>> _one_way({"env_kwargs": {"horizon": 2}, "split": "train"})
+    {'horizon': 2, 'split': 'train'}
+    """
+    given = env_kwargs.pop("env_kwargs", None) or {}
+    if not isinstance(given, Mapping):
+        raise TypeError(f"env_kwargs must be a dict of env arguments, got {given!r}")
+    both = sorted(set(given) & set(env_kwargs))
+    if both:
+        raise ValueError(f"env kwargs {both} given twice (in env_kwargs= and as keywords)")
+    return {**dict(given), **env_kwargs}
+
+
 def _make_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
     import flexmg
 
@@ -182,6 +197,7 @@ def environment_dataset(env_id: str, *, role: str, seeds: Sequence[int], **env_k
     """
     import datasets
 
+    env_kwargs = _one_way(env_kwargs)
     env = _make_env(env_id, env_kwargs)
     try:
         if role not in env.possible_agents:
@@ -233,6 +249,7 @@ def make_environment_factory(
     ('The episode is over. Team score: 1.000.', 1.0)
     """
     _check_reward(reward)
+    env_kwargs = _one_way(env_kwargs)
     callers = _resolve_others(env_id, env_kwargs, role, others)
 
     class FlexMGToolEnv:
@@ -530,6 +547,7 @@ def make_rollout_func(
     (2, 'system')
     """
     _check_reward(reward)
+    env_kwargs = _one_way(env_kwargs)
     callers = _resolve_others(env_id, {**env_kwargs, "split": split}, role, others)
     rows = list(iter_rows(env_id, list(seeds), split=split, env_kwargs=env_kwargs))
     if max_turn_tokens is not None and (

@@ -390,11 +390,11 @@ def test_agent_loop_yaml_options_hold_for_every_episode_of_a_worker(
     config = verl_config(chat_model_dir)
     config.actor_rollout_ref.rollout.agent.agent_loop_config_path = str(yaml_path)
     data = dataset_rows(tmp_path, tokenizer, config, n=4)
-    golds = {data[i]["raw_prompt"][1]["content"].split("\n\n")[0]: i for i in range(4)}
+    tasks = {data[i]["raw_prompt"][1]["content"].split("\n\n")[0] + "\n\n": i for i in range(4)}
 
     def generate(prompt_ids: list[int], params: dict[str, Any]) -> tuple[list[int], None]:
         seen = tokenizer.decode(prompt_ids)
-        i = next(i for task, i in golds.items() if task in seen)
+        i = next(i for task, i in tasks.items() if task in seen)
         gold = data[i]["reward_model"]["ground_truth"]
         verifier = "Write your message as the verifier" in seen
         text = f"\\boxed{{{gold}}}" if verifier else "I am not sure."
@@ -403,7 +403,10 @@ def test_agent_loop_yaml_options_hold_for_every_episode_of_a_worker(
     server = StandInServer(generate)
     # A fresh worker process: the module is not imported until verl instantiates the loop.
     module = "flexmg.integrations.verl.agent_loop"
+    import flexmg.integrations.verl as package
+
     monkeypatch.delitem(sys.modules, module)
+    monkeypatch.delattr(package, "agent_loop", raising=False)
     monkeypatch.delitem(_agent_loop_registry, AGENT_NAME)
 
     async def go() -> list[Any]:

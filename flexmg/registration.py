@@ -46,8 +46,14 @@ _EXTRA_FOR_MODULE = {
     "tokenizers": "train",
     "tensorboard": "train",
     "matplotlib": "train",
-    "pyarrow": "all",
-    "datasets": "all",
+    "pyarrow": "export",
+    "datasets": "export",
+    "ray": "ray",
+    "pygame": "bench",
+    "openenv": "openenv",
+    "trl": "trl",
+    "verifiers": "verifiers",
+    "verl": "verl",
 }
 
 ENTRY_POINT_GROUP = "flexmg.envs"
@@ -97,10 +103,11 @@ class EnvSpec:
         except ModuleNotFoundError as err:
             top = (err.name or "").split(".")[0]
             if top and not module_name.startswith(top):
-                extra = self.extra or _EXTRA_FOR_MODULE.get(top, "all")
+                extra = self.extra or _EXTRA_FOR_MODULE.get(top)
+                how = f"pip install 'flexmg[{extra}]'" if extra else f"pip install {top}"
                 raise MissingDependencyError(
                     f"env {self.id!r} needs the optional dependency {top!r}, which is not "
-                    f"installed: pip install 'flexmg[{extra}]'"
+                    f"installed: {how}"
                 ) from err
             raise
         try:

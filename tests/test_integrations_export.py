@@ -8,7 +8,7 @@ import pytest
 
 import flexmg
 from flexmg.cli import main
-from flexmg.integrations.export import write_rows
+from flexmg.integrations.export import repeated_rows, write_rows
 from flexmg.integrations.seats import observation_to_messages
 from helpers import require_extra
 
@@ -20,7 +20,7 @@ def read_jsonl(path):
 def test_rows_replay_the_episode_they_name(tmp_path, capsys):
     out = tmp_path / "math.jsonl"
     assert main(["export", "math-2agent", "--split", "eval", "--n", "12", "--out", str(out)]) == 0
-    assert "wrote 12 rows (jsonl)" in capsys.readouterr().out
+    assert "wrote 12 rows (jsonl) of split 'eval'" in capsys.readouterr().out
     rows = read_jsonl(out)
     assert [r["seed"] for r in rows] == list(range(12))
     assert [r["extra_info"]["index"] for r in rows] == list(range(12))
@@ -79,6 +79,41 @@ def test_bad_requests_fail_clearly_and_leave_the_old_file(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == [out]  # no temp file left behind
     with pytest.raises(ValueError, match="format must be one of"):
         write_rows([], out, "csv")
+
+
+def test_export_states_its_split_and_takes_it_from_env_kwargs(tmp_path, capsys):
+    out = tmp_path / "m.jsonl"
+    assert main(["export", "math-1agent", "--n", "3", "--out", str(out)]) == 0
+    assert "of split 'eval'" in capsys.readouterr().out  # the default, said out loud
+    assert main(["export", "math-1agent", "--n", "3", "--out", str(out), "split=train"]) == 0
+    assert "of split 'train'" in capsys.readouterr().out
+    assert {r["extra_info"]["split"] for r in read_jsonl(out)} == {"train"}
+    args = ["export", "math-1agent", "--n", "3", "--out", str(out), "--split", "eval"]
+    assert main([*args, "split=train"]) == 2
+    assert "two splits given" in capsys.readouterr().err
+
+
+def test_rows_are_distinct_episodes_unless_repeats_are_allowed(tmp_path, capsys):
+    out = tmp_path / "echo.jsonl"
+    assert main(["export", "echo", "--n", "10", "--out", str(out)]) == 0
+    assert "(distinct episodes)" in capsys.readouterr().out
+    rows = read_jsonl(out)
+    assert len(rows) == 10 and repeated_rows(rows) == 0
+    assert [r["extra_info"]["index"] for r in rows] == list(range(10))
+    seeds = [r["seed"] for r in rows]
+    assert seeds == sorted(seeds) and seeds[-1] > 9  # echo repeats: later seeds were drawn
+    for row in rows[:3]:  # each row still replays its own seed
+        env = flexmg.make("echo", split="eval")
+        env.reset(seed=row["seed"])
+        assert row["prompt"] == observation_to_messages(env.observe(env.agent_selection))
+    args = ["export", "echo", "--n", "300", "--out", str(out)]
+    assert main(args) == 2  # echo's split has far fewer than 300 distinct episodes
+    err = capsys.readouterr().err
+    assert "has only 16 distinct episodes" in err and "--allow-repeats" in err
+    assert len(read_jsonl(out)) == 10  # the old file stays
+    assert main([*args, "--allow-repeats"]) == 0
+    rows = read_jsonl(out)
+    assert [r["seed"] for r in rows] == list(range(300)) and repeated_rows(rows) > 0
 
 
 @pytest.mark.parametrize(

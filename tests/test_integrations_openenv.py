@@ -81,7 +81,7 @@ def test_bad_actions_get_openenv_errors_and_the_session_goes_on(server):
         assert step.observation["role"] == "verifier" and not step.observation["error"]
         assert step.observation["infos"]["solver"]["action_truncated"] is True
         done = client.step({"message": "\\boxed{-1}"})
-        assert done.done and done.observation["score"] == 0.0
+        assert done.done and done.observation["score"] < 1.0
         over = client.step({"message": "more"})
         assert "episode is over" in over.observation["error"]
         assert client.reset(seed=2).observation["role"] == "solver"
@@ -104,16 +104,91 @@ def test_concurrent_sessions_are_independent(server):
         t.start()
     for t in threads:
         t.join(timeout=120)
-    assert results == {10: 1.0, 11: 0.0, 12: 1.0}
+    assert results[10] == results[12] == 1.0 and results[11] < 1.0
+
+
+@pytest.mark.slow  # a real server process (tens of seconds on a busy machine)
+def test_flexmg_session_plays_and_keeps_field_paths_in_refusals(server):
+    from flexmg.integrations.openenv_client import FlexMGSession, ServerRefusedError
+
+    kwargs = {"max_action_chars": 2000}
+    with FlexMGSession(server, env_id="math-2agent-v2", env_kwargs=kwargs) as session:
+        answer = answer_of(3)
+        assert session.reset(seed=3).observation["role"] == "solver"
+        with pytest.raises(ServerRefusedError, match=r"message: Input should be a valid string"):
+            session.step({"message": 5})
+        with pytest.raises(ServerRefusedError, match=r"extra: Extra inputs are not permitted"):
+            session.step({"message": "x", "extra": 1})
+        with pytest.raises(ServerRefusedError, match=r"message: Field required"):
+            session.step({"msg": "x"})
+        with pytest.raises(TypeError, match="action must be a dict"):
+            session.step("just text")  # type: ignore[arg-type]
+        step = session.step({"message": f"\\boxed{{{answer}}}"})  # the session went on
+        last = session.step({"message": f"\\boxed{{{answer}}}", "role": "verifier"})
+        assert step.observation["role"] == "verifier" and last.done and last.reward == 1.0
+        assert session.state()["step_count"] == 2
+
+
+@pytest.mark.slow  # a real server process (tens of seconds on a busy machine)
+def test_a_client_told_another_env_or_kwargs_is_refused(server):
+    from flexmg.integrations.openenv_client import (
+        FlexMGSession,
+        ServerMismatchError,
+        server_identity,
+    )
+    from flexmg.integrations.trl import make_environment_factory
+
+    assert server_identity(server) == {
+        "env_id": "math-2agent",
+        "env_kwargs": {"max_action_chars": 2000},
+    }
+    with pytest.raises(ServerMismatchError, match="plays math-2agent-v2 with kwargs"):
+        FlexMGSession(server, env_id="math-3agent", env_kwargs={"max_action_chars": 2000})
+    with pytest.raises(ServerMismatchError, match="was told math-2agent-v2 with kwargs {}"):
+        FlexMGSession(server, env_id="math-2agent")
+    with pytest.raises(ValueError, match="give both"):
+        FlexMGSession(server, env_kwargs={"horizon": 2})
+    # TRL's OpenEnv route: the server's env with other kwargs would silently play other rules
+    Env = make_environment_factory(
+        "math-2agent", role="solver", others={"verifier": lambda m: "ok"}, base_url=server
+    )
+    with pytest.raises(ServerMismatchError):
+        Env().reset(seed=0)
+
+
+@pytest.mark.slow  # two real server processes
+def test_serve_with_workers_plays_concurrent_sessions():
+    from flexmg.integrations.openenv_client import FlexMGSession
+
+    with flexmg_server("math-1agent", "--workers", "2", "--log-level", "warning") as url:
+        sessions = [FlexMGSession(url, env_id="math-1agent") for _ in range(4)]
+        try:
+            firsts = [s.reset(seed=i) for i, s in enumerate(sessions)]
+            assert all(f.observation["role"] == "solver" for f in firsts)
+            for i, s in enumerate(sessions):
+                result = s.step({"message": f"\\boxed{{{answer_of_env('math-1agent', i)}}}"})
+                assert result.done and result.observation["score"] == 1.0
+        finally:
+            for s in sessions:
+                s.close()
+
+
+def test_serve_refuses_bad_workers(capsys):
+    from flexmg.cli import main
+
+    assert main(["serve", "math-1agent", "--workers", "0", "--port", "1"]) == 2
+    assert "--workers must be >= 1" in capsys.readouterr().err
 
 
 def test_docstring_examples():
     import doctest
 
     import flexmg.integrations.openenv as module
+    import flexmg.integrations.openenv_client as client_module
 
-    result = doctest.testmod(module)
-    assert result.attempted > 0 and result.failed == 0
+    for mod in (module, client_module):
+        result = doctest.testmod(mod)
+        assert result.attempted > 0 and result.failed == 0
 
 
 def test_environment_in_process_multi_round_rewards_add_up():

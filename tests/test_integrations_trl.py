@@ -65,7 +65,8 @@ class ParityVerifier:
         user = messages[-1]["content"]
         seed, answer = next(v for task, v in self.by_task.items() if f"Task:\n{task}\n" in user)
         self.seeds.append(seed)
-        return f"\\boxed{{{answer}}}" if seed % 2 == 0 else "\\boxed{-99999}"
+        # unboxed, so the env scores it 0 (a boxed wrong value earns the format credit)
+        return f"\\boxed{{{answer}}}" if seed % 2 == 0 else "I disagree."
 
 
 def grpo_config(tmp_path, **overrides):
@@ -191,7 +192,14 @@ def test_the_models_tool_call_reaches_the_env(tmp_path):
     assert logged(trainer, "tools/call_frequency") == [1.0, 1.0]
     assert logged(trainer, "tools/failure_frequency") == [0.0, 0.0]
     assert said == ["\\boxed{5}"] * 8
-    assert logged(trainer, f"rewards/{Env.__name__}/mean") == [0.5, 0.5]
+    from flexmg.integrations.seats import play_episode
+
+    # the first seed's answer is 5; the second scores a boxed wrong value (format credit)
+    wrong = play_episode(
+        "math-2agent", {"solver": str, "verifier": lambda m: "\\boxed{5}"}, seed=seeds[1]
+    ).score
+    expected = (1.0 + wrong) / 2
+    assert logged(trainer, f"rewards/{Env.__name__}/mean") == pytest.approx([expected] * 2)
 
 
 def test_grpo_through_the_openenv_server(tmp_path):
@@ -264,7 +272,7 @@ def test_grpo_with_rollout_func_packs_episodes_and_masks_the_others(tmp_path):
     assert len(mask) == len(ids) == len(batches[-1]["logprobs"][index])
     assert mask[0] == 1 and 0 in mask and mask[-1] == 1
     masked = tok.decode([t for t, m in zip(ids, mask) if m == 0])
-    assert "[verifier]: \\boxed{-99999}" in masked and "<|im_start|>user" in masked
+    assert "[verifier]: I disagree." in masked and "<|im_start|>user" in masked
     trained = [t for t, m in zip(ids, mask) if m == 1]
     assert len(trained) <= 16 and "[verifier]" not in tok.decode(trained)
     rollout.close()

@@ -368,6 +368,70 @@ def test_verls_agent_loop_worker_runs_a_batch_of_episodes(
         assert set(mask[s0:s1]) == set(mask[v0:v1]) == {1} and set(mask[s1:v0]) == {0}
 
 
+def test_agent_loop_yaml_options_hold_for_every_episode_of_a_worker(
+    tmp_path: Path, chat_model_dir: Path, tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """The documented YAML entry (``agent_loop_config_path``) with non-default options applies
+    to every episode, also after the worker's first episode imports the agent-loop module
+    (the import must not replace the YAML's registry entry)."""
+    import sys
+
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.protocol import DataProto
+    from verl.utils.dataset.rl_dataset import collate_fn
+
+    yaml_path = tmp_path / "flexmg_agent_loop.yaml"
+    yaml_path.write_text(
+        f"- name: {AGENT_NAME}\n"
+        "  _target_: flexmg.integrations.verl.agent_loop.FlexMGAgentLoop\n"
+        "  reward: solver\n"
+        "  trained_roles: [verifier]\n"
+    )
+    config = verl_config(chat_model_dir)
+    config.actor_rollout_ref.rollout.agent.agent_loop_config_path = str(yaml_path)
+    data = dataset_rows(tmp_path, tokenizer, config, n=4)
+    tasks = {data[i]["raw_prompt"][1]["content"].split("\n\n")[0] + "\n\n": i for i in range(4)}
+
+    def generate(prompt_ids: list[int], params: dict[str, Any]) -> tuple[list[int], None]:
+        seen = tokenizer.decode(prompt_ids)
+        i = next(i for task, i in tasks.items() if task in seen)
+        gold = data[i]["reward_model"]["ground_truth"]
+        verifier = "Write your message as the verifier" in seen
+        text = f"\\boxed{{{gold}}}" if verifier else "I am not sure."
+        return tokenizer.encode(text, add_special_tokens=False) + [tokenizer.eos_token_id], None
+
+    server = StandInServer(generate)
+    # A fresh worker process: the module is not imported until verl instantiates the loop.
+    module = "flexmg.integrations.verl.agent_loop"
+    import flexmg.integrations.verl as package
+
+    monkeypatch.delitem(sys.modules, module)
+    monkeypatch.delattr(package, "agent_loop", raising=False)
+    monkeypatch.delitem(_agent_loop_registry, AGENT_NAME)
+
+    async def go() -> list[Any]:
+        client = LLMServerClient(config, load_balancer_handle=StandInBalancer(server))
+        worker = AgentLoopWorker(config, llm_client=client)
+        outs = []
+        for pair in ([0, 1], [2, 3]):  # two batches through the same worker
+            batch = DataProto.from_single_dict(collate_fn([data[i] for i in pair]))
+            outs.append(await worker.generate_sequences(batch))
+        return outs
+
+    outs = asyncio.run(go())
+    assert module in sys.modules and _agent_loop_registry[AGENT_NAME]["reward"] == "solver"
+    assert sum(len(out.non_tensor_batch["role_spans"]) for out in outs) == 4
+    for out in outs:
+        for row, spans in enumerate(out.non_tensor_batch["role_spans"]):
+            mask = out.batch["response_mask"][row].tolist()
+            (_, s0, s1), (_, v0, v1) = spans
+            assert set(mask[s0:s1]) == {0} and set(mask[v0:v1]) == {1}  # trained_roles
+            rewards = json.loads(out.non_tensor_batch["role_rewards"][row])
+            score = out.batch["rm_scores"][row].sum().item()
+            assert score == rewards["solver"]  # reward: solver, not the team score
+            assert out.non_tensor_batch["team_score"][row] == 1.0
+
+
 @pytest.mark.parametrize(
     "name",
     [

@@ -14,7 +14,17 @@ def add_command(sub: Any) -> None:
     p.add_argument("env_id", help="a registered id or package.module:factory")
     p.add_argument("--out", required=True, help="output file (.jsonl or .parquet)")
     p.add_argument("--n", type=int, default=1000, help="number of episodes (seeds)")
-    p.add_argument("--split", default="eval", help="task split: train, eval or all")
+    p.add_argument(
+        "--split",
+        default=None,
+        help="task split: train, eval or all (default: the split=KEY=VALUE kwarg, else eval)",
+    )
+    p.add_argument(
+        "--allow-repeats",
+        action="store_true",
+        help="take seeds as they come, repeated episodes included (default: skip seeds "
+        "whose episode is already in the file, so the N rows are distinct)",
+    )
     p.add_argument(
         "--format",
         choices=("jsonl", "parquet"),
@@ -22,6 +32,12 @@ def add_command(sub: Any) -> None:
         help="default: from the --out suffix",
     )
     p.add_argument("--seed-start", type=int, default=0, help="first seed")
+    p.add_argument(
+        "--max-draws",
+        type=int,
+        default=None,
+        help="seeds to try for N distinct episodes (default: max(20 N, 1000))",
+    )
     p.add_argument("--agent-name", default="flexmg_agent", help="verl's agent_name column")
     add_kwargs_arguments(p)
     p.set_defaults(func=run)
@@ -29,22 +45,27 @@ def add_command(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the rows and say where."""
-    from flexmg.integrations.export import export_rows
+    from flexmg.integrations.export import export_rows, resolve_split
 
     fmt = args.format or ("parquet" if args.out.endswith(".parquet") else "jsonl")
     try:
+        env_kwargs = parse_kwargs([*args.kw, *args.kw_opt])
+        split = resolve_split(args.split, env_kwargs)
         path = export_rows(
             args.env_id,
             args.out,
             n=args.n,
             fmt=fmt,
-            split=args.split,
+            split=split,
             seed_start=args.seed_start,
-            env_kwargs=parse_kwargs([*args.kw, *args.kw_opt]),
+            env_kwargs=env_kwargs,
             agent_name=args.agent_name,
             progress=True,
+            allow_repeats=args.allow_repeats,
+            max_draws=args.max_draws,
         )
     except (ImportError, ValueError) as err:
         raise CommandError(str(err)) from err
-    print(f"wrote {args.n} rows ({fmt}) to {path}")
+    kind = "rows, repeats allowed" if args.allow_repeats else "distinct episodes"
+    print(f"wrote {args.n} rows ({fmt}) of split {split!r} to {path} ({kind})")
     return 0

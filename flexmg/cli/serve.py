@@ -14,7 +14,16 @@ def add_command(sub: Any) -> None:
     p.add_argument("env_id", help="a registered id or package.module:factory")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions")
+    p.add_argument(
+        "--max-sessions", type=int, default=64, help="concurrent WebSocket sessions per worker"
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="server processes on the port (concurrent sessions spread over them)",
+    )
+    p.add_argument("--log-level", default="info", help="uvicorn's: info, warning, error, ...")
     add_kwargs_arguments(p)
     p.set_defaults(func=run)
 
@@ -26,5 +35,15 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as err:
         raise CommandError(str(err)) from err
     kwargs = parse_kwargs([*args.kw, *args.kw_opt])
-    serve(args.env_id, kwargs, host=args.host, port=args.port, max_sessions=args.max_sessions)
+    if args.workers < 1:
+        raise CommandError(f"--workers must be >= 1, got {args.workers}")
+    serve(
+        args.env_id,
+        kwargs,
+        host=args.host,
+        port=args.port,
+        max_sessions=args.max_sessions,
+        workers=args.workers,
+        log_level=args.log_level,
+    )
     return 0

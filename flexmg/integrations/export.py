@@ -29,7 +29,51 @@ from flexmg.io import atomic_write_via
 FORMATS = ("jsonl", "parquet")
 DEFAULT_AGENT_NAME = "flexmg_agent"
 
-__all__ = ["DEFAULT_AGENT_NAME", "FORMATS", "episode_row", "export_rows", "iter_rows", "write_rows"]
+DEFAULT_SPLIT = "eval"
+
+__all__ = [
+    "DEFAULT_AGENT_NAME",
+    "DEFAULT_SPLIT",
+    "FORMATS",
+    "episode_row",
+    "export_rows",
+    "iter_rows",
+    "repeated_rows",
+    "resolve_split",
+    "write_rows",
+]
+
+
+def resolve_split(split: str | None, env_kwargs: Mapping[str, Any] | None = None) -> str:
+    """The split an export uses: ``split``, else ``env_kwargs["split"]``, else ``"eval"``.
+
+    Both given and different is a mistake, refused in one line.
+
+    >>> resolve_split(None), resolve_split(None, {"split": "train"}), resolve_split("all")
+    ('eval', 'train', 'all')
+    """
+    in_kwargs = (env_kwargs or {}).get("split")
+    if split is not None and in_kwargs is not None and str(in_kwargs) != split:
+        raise ValueError(
+            f"two splits given: split={split!r} and env kwarg split={in_kwargs!r}; give one"
+        )
+    return str(
+        split if split is not None else in_kwargs if in_kwargs is not None else DEFAULT_SPLIT
+    )
+
+
+def repeated_rows(rows: Sequence[Mapping[str, Any]]) -> int:
+    """How many rows repeat an earlier row's episode (same prompt and answer).
+
+    >>> a = {"prompt": [{"role": "user", "content": "1+1?"}], "answer": "2"}
+    >>> repeated_rows([a, dict(a), {**a, "answer": "3"}])
+    1
+    """
+    return len(rows) - len({_episode_key(r) for r in rows})
+
+
+def _episode_key(row: Mapping[str, Any]) -> str:
+    return json.dumps([row["prompt"], row["answer"]], sort_keys=True, default=str)
 
 
 def ability_of(env_id: str) -> str:
@@ -87,14 +131,15 @@ def iter_rows(
     env_id: str,
     seeds: Sequence[int],
     *,
-    split: str = "eval",
+    split: str | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
     agent_name: str = DEFAULT_AGENT_NAME,
     progress: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Rows for ``seeds`` of ``env_id`` built with ``split=`` (one env, reset per seed)."""
+    """Rows for ``seeds`` of ``env_id`` (one env, reset per seed), split by :func:`resolve_split`."""
     import flexmg
 
+    split = resolve_split(split, env_kwargs)
     kwargs = {**dict(env_kwargs or {}), "split": split}
     env = flexmg.make(env_id, **kwargs)
     bar = None
@@ -155,13 +200,22 @@ def export_rows(
     *,
     n: int,
     fmt: str = "jsonl",
-    split: str = "eval",
+    split: str | None = None,
     seed_start: int = 0,
     env_kwargs: Mapping[str, Any] | None = None,
     agent_name: str = DEFAULT_AGENT_NAME,
     progress: bool = False,
+    allow_repeats: bool = False,
+    max_draws: int | None = None,
 ) -> Path:
-    """Export episodes ``seed_start .. seed_start + n - 1`` of ``env_id`` to ``out``.
+    """Export ``n`` episodes of ``env_id`` to ``out``, one row each, seeds from ``seed_start``.
+
+    The split is :func:`resolve_split`'s (``"eval"`` unless told). A split holds a
+    finite number of tasks, so seeds can draw an episode already exported (same prompt
+    and answer). By default such seeds are skipped and later seeds drawn, so the ``n``
+    rows are distinct episodes (each row keeps its seed); a split with fewer than ``n``
+    of them in ``max_draws`` seeds is refused, nothing written. ``allow_repeats`` takes
+    the seeds ``seed_start .. seed_start + n - 1`` as they come, repeats included.
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "m.jsonl"
@@ -173,15 +227,39 @@ def export_rows(
         raise ValueError(f"n must be an int >= 1 (the number of episodes), got {n!r}")
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
-    seeds = range(seed_start, seed_start + n)
-    rows = list(
-        iter_rows(
+    draws = n if allow_repeats else (max_draws if max_draws is not None else max(20 * n, 1000))
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n, desc=f"export {env_id}", unit="row")
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    try:
+        for row in iter_rows(
             env_id,
-            seeds,
+            range(seed_start, seed_start + draws),
             split=split,
             env_kwargs=env_kwargs,
             agent_name=agent_name,
-            progress=progress,
+        ):
+            key = _episode_key(row)
+            if key in seen and not allow_repeats:
+                continue
+            seen.add(key)
+            row["extra_info"]["index"] = len(rows)
+            rows.append(row)
+            if bar is not None:
+                bar.update(1)
+            if len(rows) == n:
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+    if len(rows) < n:
+        raise ValueError(
+            f"split {resolve_split(split, env_kwargs)!r} of {env_id} has only {len(rows)} "
+            f"distinct episodes in seeds {seed_start}..{seed_start + draws - 1}; export at "
+            "most that many, another split, or allow repeated episodes (--allow-repeats)"
         )
-    )
     return write_rows(rows, out, fmt)

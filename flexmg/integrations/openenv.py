@@ -17,7 +17,10 @@ the end, or naming another ``role``) returns an observation whose ``error``
 says what to do, and the session goes on.
 
 Note: OpenEnv's HTTP ``/step`` is stateless (a fresh env per request), so play
-episodes over the WebSocket session, e.g. with OpenEnv's ``GenericEnvClient``.
+episodes over the WebSocket session: :class:`~flexmg.integrations.openenv_client.FlexMGSession`
+(checks the server's env id and kwargs, keeps validation errors' field paths, one blocking
+socket) or OpenEnv's ``GenericEnvClient``. ``GET /flexmg`` says which env (and kwargs) the
+server plays; ``flexmg serve --workers N`` spreads sessions over N processes.
 
 Needs ``pip install 'flexmg[openenv]'``.
 
@@ -34,7 +37,9 @@ Example (a server in one shell, a client in another)::
 from __future__ import annotations
 
 import functools
+import json
 import math
+import os
 from collections.abc import Mapping
 from typing import Any
 from uuid import uuid4
@@ -57,9 +62,13 @@ __all__ = [
     "FlexMGObservation",
     "FlexMGState",
     "RemoteSeatDriver",
+    "app_from_environ",
     "create_flexmg_app",
     "serve",
 ]
+
+IDENTITY_PATH = "/flexmg"  # GET: {"env_id", "env_kwargs"}, what the client checks
+SERVE_SPEC_VAR = "FLEXMG_SERVE_SPEC"  # the app's arguments for uvicorn's worker processes
 
 HTTP_STEP_NOTE = (
     "no episode in progress: call reset first. (OpenEnv's HTTP /step is stateless, a fresh "
@@ -126,6 +135,11 @@ def jsonable(value: Any) -> Any:
     >>> jsonable({"a": np.float32(0.5), "b": (np.int64(2), {np.bool_(True)}), "c": float("nan")})
     {'a': 0.5, 'b': [2, [True]], 'c': None}
     """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # the common case first
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -162,7 +176,11 @@ class FlexMGEnvironment(Environment):
         self._env = flexmg.make(env_id, **dict(env_kwargs or {}))
         self._driver: SeatDriver | None = None
         self._episode_rewards: dict[str, float] = {}
-        self._state = FlexMGState(env_id=env_id)
+        # the episode's state, kept as plain values (FlexMGState validates every assignment)
+        self._seed: int | None = None
+        self._episode_id: str | None = None
+        self._turns: list[dict[str, Any]] = []
+        self._role, self._round, self._done, self._score = "", 0, False, 0.0
 
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
@@ -170,9 +188,8 @@ class FlexMGEnvironment(Environment):
         """Start an episode (``seed`` reproduces it exactly)."""
         self._driver = SeatDriver(self._env, self.env_id, seed)
         self._episode_rewards = {r: 0.0 for r in self._env.possible_agents}
-        self._state = FlexMGState(
-            env_id=self.env_id, seed=seed, episode_id=episode_id or str(uuid4())
-        )
+        self._seed, self._episode_id, self._turns = seed, episode_id or str(uuid4()), []
+        self._role, self._round, self._done, self._score = "", 0, False, 0.0
         return self._observe(reward=None, rewards={})
 
     def step(
@@ -194,17 +211,38 @@ class FlexMGEnvironment(Environment):
         driver.act(action.message)
         for r, v in driver.step_rewards.items():
             self._episode_rewards[r] = self._episode_rewards.get(r, 0.0) + v
-        self._state.step_count += 1
         record = self._env.transcript[-1]
-        self._state.turns.append(
-            {"round": record.round, "role": record.role, "text": record.action}
-        )
+        self._turns.append({"round": record.round, "role": record.role, "text": record.action})
         return self._observe(reward=driver.team_reward, rewards=driver.step_rewards)
+
+    # OpenEnv runs a sync reset/step in a thread pool, one hop per call; these are quick,
+    # so the server awaits the async forms, which play on its event loop directly.
+    async def reset_async(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> FlexMGObservation:
+        """:meth:`reset`, awaited on the server's event loop."""
+        return self.reset(seed=seed, episode_id=episode_id, **kwargs)
+
+    async def step_async(
+        self, action: FlexMGAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> FlexMGObservation:
+        """:meth:`step`, awaited on the server's event loop."""
+        return self.step(action, timeout_s=timeout_s, **kwargs)
 
     @property
     def state(self) -> FlexMGState:
         """The session's episode (env id, seed, whose turn, turns so far)."""
-        return self._state
+        return FlexMGState(
+            env_id=self.env_id,
+            seed=self._seed,
+            episode_id=self._episode_id,
+            step_count=len(self._turns),
+            role=self._role,
+            round=self._round,
+            done=self._done,
+            score=self._score,
+            turns=[dict(t) for t in self._turns],
+        )
 
     def close(self) -> None:
         """Close the flexmg env (its sandbox, if any)."""
@@ -226,29 +264,32 @@ class FlexMGEnvironment(Environment):
         done = turn is None
         obs = driver.observation or {}
         score = float(self._env.episode_metrics.get("score", 0.0)) if done else None
-        self._state.role = "" if turn is None else turn[0]
-        self._state.round = int(obs.get("round", self._state.round))
-        self._state.done = done
-        self._state.score = score if score is not None else self._state.score
+        self._role = "" if turn is None else turn[0]
+        self._round = int(obs.get("round", self._round))
+        self._done = done
+        self._score = score if score is not None else self._score
         infos = driver.step_infos if reward is not None else {}
-        return FlexMGObservation(
+        # Every field is built here with its declared type: construct without re-validating.
+        return FlexMGObservation.model_construct(
             done=done,
-            reward=reward,
+            reward=None if reward is None else float(reward),
+            metadata={},
             env_id=self.env_id,
-            role="" if turn is None else turn[0],
-            round=self._state.round,
+            role=self._role,
+            round=self._round,
             task=str(obs.get("task", "")),
             instructions=str(obs.get("instructions", "")),
             context=str(obs.get("context", "")),
             feedback=str(obs.get("feedback", "")),
             messages=[] if turn is None else turn[1],
-            rewards=dict(rewards),
-            episode_rewards=dict(self._episode_rewards),
+            rewards={str(r): float(v) for r, v in rewards.items()},
+            episode_rewards={str(r): float(v) for r, v in self._episode_rewards.items()},
             infos=jsonable(
                 {r: {k: v for k, v in i.items() if k != "episode"} for r, i in infos.items()}
             ),
             score=score,
             metrics=jsonable(self._env.episode_metrics) if done else {},
+            error="",
         )
 
 
@@ -264,13 +305,32 @@ def create_flexmg_app(
         raise ValueError(f"max_sessions must be an int >= 1, got {max_sessions!r}")
     FlexMGEnvironment(env_id, env_kwargs).close()
     factory = functools.partial(FlexMGEnvironment, env_id, dict(env_kwargs or {}))
-    return create_app(
+    app = create_app(
         factory,
         FlexMGAction,
         FlexMGObservation,
         env_name=env_id,
         max_concurrent_envs=max_sessions,
         state_cls=FlexMGState,
+    )
+    identity = {"env_id": env_id, "env_kwargs": jsonable(dict(env_kwargs or {}))}
+
+    @app.get(IDENTITY_PATH)
+    def flexmg_identity() -> dict[str, Any]:
+        """The env this server plays, for clients to check (FlexMGSession does)."""
+        return identity
+
+    return app
+
+
+def app_from_environ() -> Any:
+    """The app of ``$FLEXMG_SERVE_SPEC`` (JSON: env_id, env_kwargs, max_sessions).
+
+    uvicorn's worker processes (``flexmg serve --workers N``) build the app through this.
+    """
+    spec = json.loads(os.environ[SERVE_SPEC_VAR])
+    return create_flexmg_app(
+        spec["env_id"], spec["env_kwargs"], max_sessions=int(spec["max_sessions"])
     )
 
 
@@ -281,12 +341,33 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     max_sessions: int = 64,
+    workers: int = 1,
+    log_level: str = "info",
 ) -> None:
-    """Serve ``env_id`` with OpenEnv's server until interrupted (``flexmg serve``)."""
+    """Serve ``env_id`` with OpenEnv's server until interrupted (``flexmg serve``).
+
+    ``workers`` > 1 runs that many server processes on the port (uvicorn's workers): a
+    session stays on the process that accepted it, so concurrent sessions use as many
+    cores; ``max_sessions`` holds per process.
+    """
     import uvicorn
 
-    app = create_flexmg_app(env_id, env_kwargs, max_sessions=max_sessions)
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    app = create_flexmg_app(env_id, env_kwargs, max_sessions=max_sessions)  # fails early
+    if workers == 1:
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        return
+    spec = {"env_id": env_id, "env_kwargs": dict(env_kwargs or {}), "max_sessions": max_sessions}
+    os.environ[SERVE_SPEC_VAR] = json.dumps(spec)
+    uvicorn.run(
+        f"{__name__}:app_from_environ",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+    )
 
 
 class RemoteSeatDriver:
@@ -295,7 +376,8 @@ class RemoteSeatDriver:
     It offers the same turn-by-turn interface, for trainers that reach the env
     through OpenEnv.
 
-    ``client`` is a synchronous OpenEnv client (``GenericEnvClient(base_url=...).sync()``).
+    ``client`` is a :class:`~flexmg.integrations.openenv_client.FlexMGSession` (or OpenEnv's
+    ``GenericEnvClient(base_url=...).sync()``, which answers alike).
     """
 
     def __init__(self, client: Any, env_id: str, seed: int | None) -> None:
@@ -306,7 +388,9 @@ class RemoteSeatDriver:
     def _take(self, step: Any) -> None:
         obs = step.observation
         if obs.get("error"):
-            raise RuntimeError(f"the flexmg server refused the step: {obs['error']}")
+            from flexmg.integrations.openenv_client import ServerRefusedError
+
+            raise ServerRefusedError(f"the flexmg server refused the step: {obs['error']}")
         self._obs, self._done = obs, bool(step.done)
         if self._done:
             self.result.score = float(obs.get("score") or 0.0)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -51,13 +52,93 @@ from flexmg.integrations.seats import (
 
 __all__ = [
     "FlexMGRollout",
+    "ValueRelay",
     "env_reward",
     "environment_dataset",
     "make_environment_factory",
     "make_rollout_func",
+    "text_reward",
 ]
 
 REWARDS = ("team", "role")
+
+
+_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?")
+_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
+
+
+class ValueRelay:
+    r"""A frozen graded role that boxes the value the trained ``role`` wrote.
+
+    A chat model answers in plain text ("... The answer is 7.") and rarely boxes; the
+    env grades the graded role's boxed answer. Put this callable in the graded role's
+    seat (the verifier of ``math-2agent``) and the team score grades the trained role's
+    value: its last box, else its last number.
+
+    >>> relay = ValueRelay("solver")
+    >>> relay([{"role": "user", "content": "Task: 3 + 4?\n\n[solver]: 3 + 4 = 7.\nSo 7."}])
+    '\\boxed{7}'
+    >>> relay([{"role": "user", "content": "[solver]: I do not know.\n\nWrite your message"}])
+    'No answer.'
+    """
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+
+    def __call__(self, messages: Messages) -> str:
+        """The graded role's reply: the trained role's value, boxed (or ``No answer.``)."""
+        content = messages[-1]["content"] if messages else ""
+        marker = f"[{self.role}]: "
+        at = content.rfind(marker)
+        if at < 0:
+            return "No answer."
+        said = content[at + len(marker) :].split("\n\nWrite your message as", 1)[0]
+        boxes = _BOX.findall(said)
+        numbers = _NUMBER.findall(boxes[-1] if boxes else said)
+        return f"\\boxed{{{numbers[-1].replace(',', '')}}}" if numbers else "No answer."
+
+
+def _last_text(completion: Any) -> str:
+    """The text of a completion: a string, or the last assistant message's content."""
+    if isinstance(completion, str):
+        return completion
+    for message in reversed(list(completion or [])):
+        if isinstance(message, Mapping) and message.get("role") == "assistant":
+            content = message.get("content")
+            return content if isinstance(content, str) else ""
+    return ""
+
+
+def text_reward(
+    completions: list[Any], environments: list[Any] | None = None, **kwargs: Any
+) -> list[float]:
+    """A reward function for ``make_environment_factory(..., plain_text=True)``.
+
+    A model that answers in plain text instead of calling ``send_message`` still plays:
+    its completion's final text is the trained role's message for its pending turn, the
+    episode is finished, and the env's reward comes back. Pass it as ``reward_funcs``.
+    """
+    if environments is None:
+        raise ValueError(
+            "text_reward needs GRPOTrainer(environment_factory=make_environment_factory("
+            "..., plain_text=True)): TRL passes the environments to it"
+        )
+    return [env._finish_with_text(_last_text(c)) for c, env in zip(completions, environments)]
+
+
+def _one_way(env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Env kwargs given either way: ``env_kwargs={...}`` (as everywhere else) or as keywords.
+
+    >>> _one_way({"env_kwargs": {"horizon": 2}, "split": "train"})
+    {'horizon': 2, 'split': 'train'}
+    """
+    given = env_kwargs.pop("env_kwargs", None) or {}
+    if not isinstance(given, Mapping):
+        raise TypeError(f"env_kwargs must be a dict of env arguments, got {given!r}")
+    both = sorted(set(given) & set(env_kwargs))
+    if both:
+        raise ValueError(f"env kwargs {both} given twice (in env_kwargs= and as keywords)")
+    return {**dict(given), **env_kwargs}
 
 
 def _make_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
@@ -116,6 +197,7 @@ def environment_dataset(env_id: str, *, role: str, seeds: Sequence[int], **env_k
     """
     import datasets
 
+    env_kwargs = _one_way(env_kwargs)
     env = _make_env(env_id, env_kwargs)
     try:
         if role not in env.possible_agents:
@@ -139,6 +221,7 @@ def make_environment_factory(
     others: Mapping[str, RoleFn] | RoleFn,
     reward: str = "team",
     base_url: str | None = None,
+    plain_text: bool = False,
     **env_kwargs: Any,
 ) -> type:
     """A class for ``GRPOTrainer(environment_factory=...)`` training ``role`` of ``env_id``.
@@ -150,9 +233,14 @@ def make_environment_factory(
     (``reward="team"``) or the role's summed reward (``"role"``); a rollout that
     never calls the tool counts as the role saying nothing.
 
+    ``plain_text=True`` is for models that answer in text rather than tool calls: the
+    class has no ``get_reward``; pass :func:`text_reward` as ``reward_funcs``, which plays
+    the completion's final text as the role's message and returns the env's reward.
+
     With ``base_url`` (TRL's OpenEnv route) each instance plays its episodes on
-    a ``flexmg serve`` server through OpenEnv's client instead of a local env;
-    ``env_id`` and ``env_kwargs`` name the roles and must match the server's.
+    a ``flexmg serve`` server (one :class:`~flexmg.integrations.openenv_client.FlexMGSession`
+    per instance) instead of a local env; ``env_id`` and ``env_kwargs`` must match the
+    server's, or the first ``reset`` raises ``ServerMismatchError``.
 
     >>> Env = make_environment_factory("echo", role="b", others={"a": lambda m: "hi"})
     >>> env = Env(); print(env.reset(seed=0).splitlines()[-1])
@@ -161,6 +249,7 @@ def make_environment_factory(
     ('The episode is over. Team score: 1.000.', 1.0)
     """
     _check_reward(reward)
+    env_kwargs = _one_way(env_kwargs)
     callers = _resolve_others(env_id, env_kwargs, role, others)
 
     class FlexMGToolEnv:
@@ -181,10 +270,10 @@ def make_environment_factory(
             else:
                 from flexmg.integrations.openenv import RemoteSeatDriver
 
-                if self._client is None:
-                    from openenv.core import GenericEnvClient
+                if self._client is None:  # refuses a server playing another env or kwargs
+                    from flexmg.integrations.openenv_client import FlexMGSession
 
-                    self._client = GenericEnvClient(base_url=base_url).sync()
+                    self._client = FlexMGSession(base_url, env_id=env_id, env_kwargs=env_kwargs)
                 self._driver = RemoteSeatDriver(self._client, env_id, int(seed))
             return self._advance()
 
@@ -194,7 +283,7 @@ def make_environment_factory(
             self._driver.act(message)
             return self._advance()
 
-        def get_reward(self) -> float:
+        def _score(self) -> float:
             """The env's reward of the episode (finishing it first if the role fell silent)."""
             driver = self._driver
             if driver is None:
@@ -203,6 +292,16 @@ def make_environment_factory(
                 who, messages = turn
                 driver.act("" if who == role else callers[who](messages))
             return _episode_reward(driver.result, role, reward)
+
+        def _finish_with_text(self, text: str) -> float:
+            """Play ``text`` as the role's pending message, finish, and score the episode."""
+            driver = self._driver
+            if driver is None:
+                return 0.0
+            turn = driver.pending()
+            if turn is not None and turn[0] == role:
+                driver.act(text)
+            return self._score()
 
         def _advance(self) -> str:
             assert self._driver is not None
@@ -222,6 +321,8 @@ def make_environment_factory(
                 What happens next: the team's new messages and feedback, or the episode's result.
             """
     FlexMGToolEnv.__qualname__ = FlexMGToolEnv.__name__
+    if not plain_text:  # TRL makes a class's get_reward a reward column of its own
+        FlexMGToolEnv.get_reward = FlexMGToolEnv._score  # type: ignore[attr-defined]
     return FlexMGToolEnv
 
 
@@ -446,6 +547,7 @@ def make_rollout_func(
     (2, 'system')
     """
     _check_reward(reward)
+    env_kwargs = _one_way(env_kwargs)
     callers = _resolve_others(env_id, {**env_kwargs, "split": split}, role, others)
     rows = list(iter_rows(env_id, list(seeds), split=split, env_kwargs=env_kwargs))
     if max_turn_tokens is not None and (

@@ -54,6 +54,8 @@ __all__ = [
     "FlexMGTaskData",
     "FlexMGTaskset",
     "FlexMGTasksetConfig",
+    "EpisodeErrors",
+    "describe_failures",
     "make_env",
     "make_env_config",
     "run_episodes",
@@ -278,16 +280,65 @@ def make_env(env_id: str, **kwargs: Any) -> FlexMGSeatsEnv:
     return FlexMGSeatsEnv(make_env_config(env_id, **kwargs))
 
 
+class EpisodeErrors(RuntimeError):
+    """Episodes of :func:`run_episodes` failed (a provider, harness or sandbox error)."""
+
+    def __init__(self, message: str, episodes: list[vf.Episode]) -> None:
+        super().__init__(message)
+        self.episodes = episodes
+
+
+def describe_failures(episodes: Sequence[vf.Episode], limit: int = 5) -> str:
+    """One line per failed episode (its seed, then each error: seat, type and message)."""
+    lines = []
+    for index, episode in enumerate(episodes):
+        if episode.ok:
+            continue
+        errors = [("episode", e) for e in episode.errors]
+        for trace in episode.traces:
+            errors += [(f"seat {trace.agent.name}", e) for e in trace.errors]
+        said = "; ".join(
+            f"{where}: {e.type}: {str(e.message).strip()[:300]}" for where, e in errors[-3:]
+        )
+        seed = getattr(getattr(episode.task, "data", None), "seed", None) if episode.task else None
+        lines.append(f"episode {index} (seed {seed}): {said or 'failed without an error'}")
+    more = f"\n... and {len(lines) - limit} more" if len(lines) > limit else ""
+    return "\n".join(lines[:limit]) + more
+
+
 async def run_episodes(
-    env: FlexMGSeatsEnv, ctx: vf.ModelContext, *, rollouts_per_task: int = 1
+    env: FlexMGSeatsEnv,
+    ctx: vf.ModelContext,
+    *,
+    rollouts_per_task: int = 1,
+    max_concurrent: int = 8,
+    errors: Literal["raise", "keep"] = "raise",
 ) -> list[vf.Episode]:
     """Play every task of ``env``'s taskset ``rollouts_per_task`` times with ``ctx``'s model.
 
-    Seats without their own model/client use ``ctx``; the episodes come back in task order.
+    Up to ``max_concurrent`` episodes run at once; seats without their own model/client
+    use ``ctx``; the episodes come back in task order. A failed episode (a provider that
+    refuses or cannot be reached, a harness crash) raises :class:`EpisodeErrors` naming
+    each error, with the episodes on ``.episodes``; ``errors="keep"`` returns them as
+    they are (``episode.ok`` is False, the errors on ``episode.errors`` and the traces).
     """
+    if errors not in ("raise", "keep"):
+        raise ValueError(f"errors must be 'raise' or 'keep', got {errors!r}")
+    if not isinstance(max_concurrent, int) or max_concurrent < 1:
+        raise ValueError(f"max_concurrent must be an int >= 1, got {max_concurrent!r}")
+    import asyncio
+
+    semaphore = asyncio.Semaphore(max_concurrent)
     async with env.serving():
-        episodes = []
-        for task in env.taskset:
-            for slot in env.slots(task, rollouts_per_task):
-                episodes.append(await env.run_slot(slot, ctx))
+        slots = [s for task in env.taskset for s in env.slots(task, rollouts_per_task)]
+        episodes = list(
+            await asyncio.gather(*(env.run_slot(s, ctx, semaphore=semaphore) for s in slots))
+        )
+    failed = sum(not e.ok for e in episodes)
+    if failed and errors == "raise":
+        raise EpisodeErrors(
+            f"{failed} of {len(episodes)} episodes failed (errors='keep' returns them):\n"
+            + describe_failures(episodes),
+            episodes,
+        )
     return episodes

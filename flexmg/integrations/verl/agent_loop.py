@@ -36,7 +36,11 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import uuid4
 
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+from verl.experimental.agent_loop.agent_loop import (
+    AgentLoopBase,
+    AgentLoopOutput,
+    _agent_loop_registry,
+)
 from verl.utils.profiler import simple_timer
 
 import flexmg
@@ -63,7 +67,6 @@ class _Packed:
         return len(self.ids) - self.prompt_len
 
 
-@register(DEFAULT_AGENT_NAME)
 class FlexMGAgentLoop(AgentLoopBase):
     """Plays one flexmg episode per dataset row through verl's server manager.
 
@@ -210,3 +213,13 @@ class FlexMGAgentLoop(AgentLoopBase):
             }
         )
         return output
+
+
+# Register the loop under its default name only when no entry exists. verl loads the YAML
+# (``agent_loop_config_path``, with ``reward``/``trained_roles``) into its registry before it
+# first instantiates the loop, and that instantiation imports this module: verl's own
+# ``@register`` would then replace the YAML's entry, and every later episode of the worker
+# would run with the defaults.
+_agent_loop_registry.setdefault(
+    DEFAULT_AGENT_NAME, {"_target_": f"{FlexMGAgentLoop.__module__}.FlexMGAgentLoop"}
+)

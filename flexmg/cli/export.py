@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flexmg.cli.common import CommandError, add_kwargs_arguments, parse_kwargs
+from flexmg.cli.common import CommandError, add_kwargs_arguments, check_env, parse_kwargs
 
 
 def add_command(sub: Any) -> None:
@@ -31,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     """Write the rows and say where."""
     from flexmg.integrations.export import export_rows
 
+    env_kwargs = parse_kwargs([*args.kw, *args.kw_opt])
+    check_env(args.env_id, env_kwargs)
     fmt = args.format or ("parquet" if args.out.endswith(".parquet") else "jsonl")
     try:
         path = export_rows(
@@ -40,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             fmt=fmt,
             split=args.split,
             seed_start=args.seed_start,
-            env_kwargs=parse_kwargs([*args.kw, *args.kw_opt]),
+            env_kwargs=env_kwargs,
             agent_name=args.agent_name,
             progress=True,
         )

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from flexmg.cli.common import parse_kwargs
+from flexmg.cli.common import check_env, parse_kwargs
 
 
 def add_command(sub: Any) -> None:
@@ -40,7 +40,9 @@ def run(args: argparse.Namespace) -> int:
     import flexmg
     from flexmg.io import json_default
 
-    env = flexmg.make(args.env_id, **parse_kwargs(args.kw))
+    kwargs = parse_kwargs(args.kw)
+    check_env(args.env_id, kwargs)
+    env = flexmg.make(args.env_id, **kwargs)
     env.reset(seed=args.seed)
     print(f"=== {args.env_id} (seed {args.seed}); roles: {' -> '.join(env.graph.order())} ===")
     print(f"TASK:\n{env.task.prompt}\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flexmg.cli.common import CommandError, add_kwargs_arguments, parse_kwargs
+from flexmg.cli.common import CommandError, add_kwargs_arguments, check_env, parse_kwargs
 
 
 def add_command(sub: Any) -> None:
@@ -26,5 +26,6 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as err:
         raise CommandError(str(err)) from err
     kwargs = parse_kwargs([*args.kw, *args.kw_opt])
+    check_env(args.env_id, kwargs)
     serve(args.env_id, kwargs, host=args.host, port=args.port, max_sessions=args.max_sessions)
     return 0

@@ -101,3 +101,26 @@ def test_an_unexpected_error_names_its_type_and_the_debug_flag(tmp_path: Path) -
 def test_version() -> None:
     out = flexmg_cli("--version")
     assert out.returncode == 0 and out.stdout.strip() == f"flexmg {flexmg.__version__}"
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "says"),
+    [
+        ("bench_grader.py", ["--data", "{tmp}", "--quick"], "no figure without its corpus"),
+        ("bench_sandbox.py", [], "HumanEval data not found"),
+        ("answer_offsets.py", ["{tmp}/step_0000001.ckpt"], "no checkpoint file"),
+        ("pass_at_k.py", ["--run", "{tmp}"], "no run folder there"),
+        ("pass_at_k.py", ["--model", "{tmp}/no-model"], "no model folder"),
+    ],
+)
+def test_a_benchmark_without_its_data_prints_no_figure(
+    script: str, args: list[str], says: str, tmp_path: Path
+) -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *(a.format(tmp=tmp_path) for a in args)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "FLEXMG_HUMANEVAL": str(tmp_path / "HumanEval.jsonl.gz")},
+    )  # fmt: skip
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert says in out.stderr and "error: " in out.stderr
+    assert out.stdout == ""  # not one figure

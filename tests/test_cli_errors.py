@@ -48,6 +48,7 @@ def one_error_line(out: subprocess.CompletedProcess, command: str) -> str:
         (["train", "--model", "smollm2-135"], "train", 2, "did you mean 'smollm2-135m'"),
         (["train", "--model", "./no-such-model"], "train", 2, "no model folder"),
         (["train", "--kw", 'roles=["solvr"]'], "train", 2, "did you mean 'solver'"),
+        (["train", "--role-max-new-tokens", "verifer=8"], "train", 2, "'verifier'"),
         (["view", "no-such-file.jsonl"], "view", 2, "no-such-file.jsonl"),
         (["check", "--import", "no_such_module_xyz", "echo"], "check", 2, "no_such_module_xyz"),
     ],

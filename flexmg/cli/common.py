@@ -8,15 +8,17 @@ Example:
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
     "CommandError",
     "add_kwargs_arguments",
     "check_env",
+    "check_role_names",
     "error_line",
     "exit_code",
     "import_modules",
@@ -122,8 +124,10 @@ def import_modules(names: Sequence[str]) -> None:
             raise CommandError(f"--import {name}: {exc}") from exc
 
 
-def check_env(env_id: str, kwargs: dict[str, Any] | None = None) -> None:
+def check_env(env_id: str, kwargs: dict[str, Any] | None = None) -> list[str]:
     """Build the env once and close it, so that a bad id or kwarg fails before any work.
+
+    Returns the env's roles (``possible_agents``).
 
     The env's own error (an unknown keyword with the accepted ones, a missing
     task file, an unknown sandbox backend, ...) becomes a :class:`CommandError`.
@@ -143,4 +147,24 @@ def check_env(env_id: str, kwargs: dict[str, Any] | None = None) -> None:
         if isinstance(exc, (UnknownEnvError, MissingDependencyError)):
             raise
         raise CommandError(" ".join(str(exc).split()), code=2) from exc
-    env.close()
+    try:
+        return list(env.possible_agents)
+    finally:
+        env.close()
+
+
+def check_role_names(flag: str, names: Iterable[str], roles: Sequence[str]) -> None:
+    """Raise a :class:`CommandError` for a name in ``names`` that is not one of ``roles``.
+
+    >>> check_role_names("--role-temperature", ["solvr"], ["solver", "verifier"])
+    Traceback (most recent call last):
+    ...
+    flexmg.cli.common.CommandError: --role-temperature names unknown role 'solvr' (did you mean 'solver'?); the env's roles: ['solver', 'verifier']
+    """
+    for name in names:
+        if name not in roles and name != "*":
+            close = difflib.get_close_matches(name, list(roles), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise CommandError(
+                f"{flag} names unknown role {name!r}{hint}; the env's roles: {list(roles)}"
+            )

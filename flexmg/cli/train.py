@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from flexmg.agents.config import TrainConfig
-from flexmg.cli.common import CommandError, check_env
+from flexmg.cli.common import CommandError, check_env, check_role_names
 from flexmg.settings import add_flags, flag_values, from_flags, nested_fields
 
 
@@ -98,7 +98,9 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc), code=1) from exc
     else:
         config = train_config(args)
-        check_env(config.env, config.env_kwargs)  # a bad env or kwarg: before the model loads
+        roles = check_env(config.env, config.env_kwargs)  # a bad env or kwarg: before the model
+        for name in ("role_temperature", "role_max_new_tokens"):
+            check_role_names(f"--{name.replace('_', '-')}", getattr(config.policy, name), roles)
         check_model(config.policy.model)
         trainer = Trainer(config)
     print(f"run folder: {trainer.run_dir}", file=sys.stderr)

@@ -8,7 +8,7 @@ Example:
     >>> model_problem("tiny") is None
     True
     >>> print(model_problem("/no/such/model-folder"))
-    no model folder /no/such/model-folder: pass 'tiny', a name of `flexmg models`, a folder with config.json + weights + tokenizer, or a Hugging Face id in the local cache
+    could not load model '/no/such/model-folder': no such folder; pass 'tiny', a name of `flexmg models`, a folder with config.json + weights + tokenizer, or a Hugging Face id in the local cache
 """
 
 from __future__ import annotations
@@ -48,8 +48,13 @@ def model_problem(name: str) -> str | None:
     """Why ``name`` will not load as a model here and what to do, or None when it will.
 
     >>> print(model_problem("smollm2-135"))  # doctest: +ELLIPSIS
-    model 'smollm2-135' is not 'tiny', a name of `flexmg models` (did you mean 'smollm2-135m'?)...
+    could not load model 'smollm2-135': not 'tiny', a name of `flexmg models` (did you mean 'smollm2-135m'?)...
     """
+    why = _why_not(name)
+    return None if why is None else f"could not load model {name!r}: {why}"
+
+
+def _why_not(name: str) -> str | None:
     if name == "tiny":
         return None
     entry = zoo.ZOO.get(name)
@@ -59,27 +64,27 @@ def model_problem(name: str) -> str | None:
         try:
             zoo.package_file(entry)
         except zoo.MissingModelPackageError as exc:
-            return str(exc)
+            return str(exc).removeprefix(f"model {entry.name!r} ")
         return None
     folder = Path(name).expanduser()
     if folder.is_dir():
         if not (folder / "config.json").is_file():
             return (
-                f"model folder {name} has no config.json: a model folder holds config.json, "
-                "the weights and the tokenizer (what save_pretrained writes)"
+                "the folder has no config.json; a model folder holds config.json, the weights "
+                "and the tokenizer (what save_pretrained writes)"
             )
         return None
     if folder.exists():
-        return f"--model {name} is a file; {WHAT}"
+        return f"it is a file, not a folder; {WHAT}"
     if _looks_like_path(name):
-        return f"no model folder {name}: {WHAT}"
+        return f"no such folder; {WHAT}"
     if _hf_cached(name):
         return None
     close = difflib.get_close_matches(name, ["tiny", *zoo.ZOO], n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     cache = os.environ.get("HF_HUB_CACHE") or os.environ.get("HF_HOME") or "~/.cache/huggingface"
     return (
-        f"model {name!r} is not 'tiny', a name of `flexmg models`{hint}, a model folder, nor a "
+        f"not 'tiny', a name of `flexmg models`{hint}, a model folder, nor a "
         f"Hugging Face id in the local cache ({cache}); nothing is downloaded at run time: "
         "download it first (`hf download ID`) or pass its folder"
     )

@@ -46,7 +46,7 @@ def one_error_line(out: subprocess.CompletedProcess, command: str) -> str:
         (["eval", "--run", "no-such-run"], "eval", 2, "no-such-run"),
         (["train", "--resume", "no-such-run"], "train", 2, "no run folder"),
         (["train", "--model", "smollm2-135"], "train", 2, "did you mean 'smollm2-135m'"),
-        (["train", "--model", "./no-such-model"], "train", 2, "no model folder"),
+        (["train", "--model", "./no-such-model"], "train", 2, "no such folder"),
         (["train", "--kw", 'roles=["solvr"]'], "train", 2, "did you mean 'solver'"),
         (["train", "--role-max-new-tokens", "verifer=8"], "train", 2, "'verifier'"),
         (["view", "no-such-file.jsonl"], "view", 2, "no-such-file.jsonl"),
@@ -71,7 +71,7 @@ def test_a_leaderboard_with_a_missing_run_folder_fails_before_any_cell(tmp_path:
     assert "no run folder at no-such-run/0 (nor 2 more)" in line and out.returncode == 2
     assert not (tmp_path / "lb").exists()
     hf = flexmg_cli("leaderboard", "--entries", "hf:nope-model", "--envs", "echo", "--out", "lb")
-    assert "model 'nope-model' is not 'tiny'" in one_error_line(hf, "leaderboard")
+    assert "could not load model 'nope-model': not 'tiny'" in one_error_line(hf, "leaderboard")
 
 
 def test_debug_shows_the_traceback_before_or_after_the_command(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_version() -> None:
         ("bench_sandbox.py", [], "HumanEval data not found"),
         ("answer_offsets.py", ["{tmp}/step_0000001.ckpt"], "no checkpoint file"),
         ("pass_at_k.py", ["--run", "{tmp}"], "no run folder there"),
-        ("pass_at_k.py", ["--model", "{tmp}/no-model"], "no model folder"),
+        ("pass_at_k.py", ["--model", "{tmp}/no-model"], "no such folder"),
     ],
 )
 def test_a_benchmark_without_its_data_prints_no_figure(

@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.checkpoint is None) == (not args.base):
         parser.error("pass a checkpoint or --base (one of them)")
+    if args.checkpoint is not None and not args.checkpoint.is_file():
+        parser.error(f"no checkpoint file {args.checkpoint}: pass a run's step_*.ckpt")
     solver = load_solver(None if args.base else args.checkpoint)
     result: dict[str, Any] = {"checkpoint": str(args.checkpoint or "base")}
     for split in ("eval", "train"):

@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import random
 import re
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,7 +57,12 @@ from flexmg.envs.math.grader import _cache, get_pool
 from flexmg.envs.math.loaders import load_file
 from flexmg.tasks import task_source_factory, task_source_names
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# FLEXMG_DATA overrides where the data is (e.g. a checkout outside the usual layout).
+DATA = Path(
+    os.environ.get("FLEXMG_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
+)
+DATA_FILES = ("math500_test.jsonl", "gsm8k_test.jsonl")
+"""The corpora's files: without them the benchmark measures nothing and says so."""
 REASONING = (
     "Let me work through this carefully. First I rewrite the expression, then I "
     "simplify step by step: combining like terms, checking each intermediate value, "
@@ -304,13 +311,27 @@ def compare(name: str, pairs: list[Pair]) -> float:
     return flex_rate / raw_rate
 
 
-def main() -> None:
+def missing_data(data: Path) -> list[str]:
+    """The corpus files missing from ``data`` (the benchmark refuses to run without them)."""
+    return [name for name in DATA_FILES if not (data / name).is_file()]
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000, help="generator completions to grade")
     parser.add_argument("--workers", type=int, default=1, help="grader worker processes")
     parser.add_argument("--data", type=Path, default=DATA, help="folder with the benchmark data")
     parser.add_argument("--quick", action="store_true", help="skip the generator and hostile runs")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    missing = missing_data(args.data)
+    if missing:
+        print(
+            f"bench_grader: error: {', '.join(missing)} not found in {args.data}: no figure "
+            "without its corpus; pass --data DIR (or set FLEXMG_DATA) to the folder that holds "
+            f"{' and '.join(DATA_FILES)}",
+            file=sys.stderr,
+        )
+        return 2
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     logging.getLogger("latex2sympy2_extended").setLevel(logging.ERROR)
     configure(workers=args.workers)
@@ -334,7 +355,7 @@ def main() -> None:
         f"plain numbers {ratios['numbers']:.2f}x (goal >= 5x)"
     )
     if args.quick:
-        return
+        return 0
     compare("generator corpus", generator_pairs(args.n))
     pairs = generator_pairs(args.n)
     _cache.clear()
@@ -355,7 +376,8 @@ def main() -> None:
     t0 = time.perf_counter()
     result = grade_detailed("\\boxed{9^{9^{9^9}}}", "5", timeout=1.0)
     print(f"\\boxed{{9^{{9^{{9^9}}}}}}: {result.reason} after {time.perf_counter() - t0:.3f} s")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

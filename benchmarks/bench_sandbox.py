@@ -165,7 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if not DATA.exists():
-        print(f"HumanEval data not found at {DATA}", file=sys.stderr)
+        print(
+            f"bench_sandbox: error: HumanEval data not found at {DATA}: no figure without it; "
+            "set FLEXMG_HUMANEVAL to the HumanEval.jsonl.gz file",
+            file=sys.stderr,
+        )
         return 2
     tasks = load_humaneval()
     if args.limit:

@@ -70,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)
+    if args.run is not None and not (args.run / "config.json").is_file():
+        parser.error(f"--run {args.run}: no run folder there (no config.json)")
+    if args.run is None:
+        from flexmg.models.names import model_problem
+
+        problem = model_problem(args.model)
+        if problem:
+            parser.error(problem)
 
     import torch
 

@@ -4,6 +4,8 @@ A file written with these helpers is either the old file or the complete new
 one, never half of it: the bytes go to a temp file in the same folder, are
 flushed and fsynced, and the temp file is ``os.replace``-d over the target.
 An error while writing removes the temp file and leaves the target as it was.
+The file gets the mode a plain ``open(path, "w")`` would give it (0644 under
+the usual umask 022), not the temp file's 0600.
 
 Example:
     >>> import json, pathlib, tempfile
@@ -35,6 +37,20 @@ __all__ = [
 PathLike = str | os.PathLike[str]
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (else set back)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_via(path: PathLike, write: Callable[[IO[bytes]], object]) -> None:
     """Call ``write(binary_file)`` on a temp file next to ``path``, then replace ``path`` with it.
 
@@ -59,6 +75,8 @@ def atomic_write_via(path: PathLike, write: Callable[[IO[bytes]], object]) -> No
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
+            if hasattr(os, "fchmod"):  # mkstemp makes 0600; a written file is 0666 & ~umask
+                os.fchmod(fh.fileno(), 0o666 & ~_umask())
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:

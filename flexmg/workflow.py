@@ -27,7 +27,8 @@ Example (a 2-role task: ``b`` must repeat the word ``a`` picked):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import difflib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +147,16 @@ def current_round(transcript: Sequence[TurnRecord]) -> list[TurnRecord]:
     return [r for r in transcript if r.round == last]
 
 
+def _nearest(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, or nothing.
+
+    >>> _nearest("solvr", ["solver", "verifier"])
+    " (did you mean 'solver'?)"
+    """
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _resolve_roles(
     workflow: Workflow, roles: Any, prompts: Mapping[str, str] | None
 ) -> dict[str, str]:
@@ -154,7 +165,14 @@ def _resolve_roles(
     elif isinstance(roles, Mapping):
         resolved = {str(k): str(v) for k, v in roles.items()}
     elif isinstance(roles, Sequence) and not isinstance(roles, str):
-        resolved = {str(r): workflow.roles.get(r, "") for r in roles}
+        for role in roles:
+            if role not in workflow.roles:
+                raise ValueError(
+                    f"roles= names unknown role {role!r}{_nearest(str(role), workflow.roles)}; "
+                    f"roles of {workflow.name}: {list(workflow.roles)} (new roles need "
+                    "their prompts: roles={name: prompt})"
+                )
+        resolved = {str(r): workflow.roles[r] for r in roles}
     else:
         raise TypeError(
             f"roles= must be a dict role->prompt or a list of role names, got {type(roles).__name__}"
@@ -163,7 +181,10 @@ def _resolve_roles(
         raise ValueError("roles= must name at least one role")
     for role, prompt in (prompts or {}).items():
         if role not in resolved:
-            raise ValueError(f"prompts= names unknown role {role!r}; roles: {list(resolved)}")
+            raise ValueError(
+                f"prompts= names unknown role {role!r}{_nearest(str(role), resolved)}; "
+                f"roles: {list(resolved)}"
+            )
         resolved[role] = str(prompt)
     return resolved
 
@@ -188,7 +209,8 @@ class WorkflowEnv(FlexMGEnv):
         if unknown:
             accepted = [*ENV_KEYWORDS, *workflow.options]
             raise TypeError(
-                f"{workflow.name} got unexpected keyword(s) {unknown}; accepted: {accepted}"
+                f"{workflow.name} got unexpected keyword(s) {unknown}"
+                f"{_nearest(unknown[0], accepted)}; accepted: {accepted}"
             )
         role_prompts = _resolve_roles(workflow, roles, prompts)
         role_names = list(role_prompts)

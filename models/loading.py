@@ -19,6 +19,7 @@ import torch
 
 from flexmg.models import zoo
 from flexmg.models.config import DTYPE_NAMES
+from flexmg.models.names import model_problem
 
 __all__ = ["DTYPES", "load_model", "load_tokenizer", "resolve_device", "resolve_dtype"]
 
@@ -95,6 +96,9 @@ def load_model(name: str, device: str = "auto", dtype: str = "auto") -> tuple[An
     else:
         from transformers import AutoModelForCausalLM
 
+        problem = model_problem(name)  # said plainly, and no download is tried
+        if problem:
+            raise OSError(problem)
         path = zoo.local_path(name)
         try:
             tokenizer = load_tokenizer(path)

@@ -48,3 +48,12 @@ def test_unknown_env_is_a_clear_error():
 
 def test_parse_kwargs():
     assert parse_kwargs(["horizon=2", "split=eval"]) == {"horizon": 2, "split": "eval"}
+
+
+def test_play_reads_one_line_per_turn_from_a_pipe():
+    out = run_cli("play", "echo", "--seed", "0", stdin="garden\ngarden\n")
+    assert out.returncode == 0, out.stderr
+    assert "one line per turn" in out.stdout and "episode over: success=True" in out.stdout
+    assert '"rounds": 1' in out.stdout
+    wrong = run_cli("play", "echo", "--seed", "0", stdin="garden\ngardens\n")
+    assert "episode over: success=False" in wrong.stdout  # b's line was its own turn

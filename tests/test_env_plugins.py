@@ -1,6 +1,6 @@
 """Your envs in every command: entry-point plugins, ``--import MODULE`` and ``module:factory``.
 
-``tests/data/env_plugin`` is a complete env package (``flexmg_dice``): its
+``examples/env_plugin`` is a complete env package (``flexmg_dice``): its
 ``pyproject.toml`` declares the ``flexmg.envs`` entry point that flexmg's registry
 loads on its first lookup, the same way flexmg's own families are registered.
 """
@@ -19,7 +19,7 @@ import pytest
 import flexmg
 from flexmg.cli import main
 
-PLUGIN = Path(__file__).parent / "data" / "env_plugin"
+PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "env_plugin"
 
 
 @pytest.fixture
@@ -87,3 +87,40 @@ def test_an_installed_plugin_shows_in_every_command(tmp_path: Path) -> None:
     assert checked.returncode == 0 and "CONFORMANT" in checked.stdout, checked.stderr
     played = flexmg_cli("play", "dice", "--seed", "1", stdin="3\n\n3\n\n")
     assert played.returncode == 0 and "episode over" in played.stdout, played.stderr
+
+
+def test_the_example_plugin_from_a_dist_info_works_in_the_cli(tmp_path: Path) -> None:
+    """What pip installs, by hand: the package and a ``.dist-info`` with its entry points."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"]
+    site = tmp_path / "site"
+    shutil.copytree(PLUGIN / "flexmg_dice", site / "flexmg_dice")
+    info = site / f"flexmg_dice-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    )
+    group = "flexmg.envs"
+    points = project["entry-points"][group]
+    (info / "entry_points.txt").write_text(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items())
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+
+    def flexmg_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "flexmg.cli", *args],
+            input=stdin, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
+        )  # fmt: skip
+
+    listed = flexmg_cli("list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {r["id"] for r in json.loads(listed.stdout)} >= {"dice-v0", "math-2agent-v2"}
+    for spec in ("dice", "flexmg_dice:make_env"):
+        checked = flexmg_cli("check", spec, "--cycles", "2")
+        assert checked.returncode == 0 and "CONFORMANT" in checked.stdout, checked.stderr
+    played = flexmg_cli("play", "dice", "--seed", "1", stdin="3\n3\n")
+    assert played.returncode == 0 and "episode over" in played.stdout, played.stderr
+    assert played.stdout.count("one line per turn") == 2  # one line each for caller, checker
+    typo = flexmg_cli("check", "dice", "--kw", 'roles=["calller"]')
+    assert typo.returncode == 2 and "did you mean 'caller'" in typo.stderr, typo.stderr

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -73,3 +77,28 @@ def test_json_default_covers_arrays_scalars_sets_paths_and_the_rest(tmp_path: Pa
     assert back["path"] == str(Path("runs") / "x")
     assert back["obj"].startswith("<object object at")
     assert json_default(np.bool_(True)) is True
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_written_files_get_the_mode_of_a_plain_open_not_0600(
+    tmp_path: Path, umask: int, mode: int
+) -> None:
+    code = (
+        "import os, sys, stat; from flexmg.io import atomic_write_text; "
+        f"os.umask({umask}); p = sys.argv[1]; atomic_write_text(p, 'x'); "
+        "print(oct(stat.S_IMODE(os.stat(p).st_mode)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "f.json")], capture_output=True, text=True
+    )
+    assert out.stdout.strip() == oct(mode), out.stderr
+
+
+def test_cli_outputs_are_readable_by_others(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "flexmg.cli", "export", "echo", "--n", "2", "--out", "rows.jsonl"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        preexec_fn=lambda: os.umask(0o022),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert stat.S_IMODE((tmp_path / "rows.jsonl").stat().st_mode) == 0o644

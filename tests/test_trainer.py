@@ -143,7 +143,7 @@ def test_cli_train_and_eval(small_model, tmp_path, capsys):
     assert list((run / "evals").iterdir())
     assert cli.main(["train", "--resume", str(run), "--lr", "0.1"]) == 2
     assert cli.main(args) == 2  # the run folder already holds a run
-    assert cli.main(["eval", "--run", str(tmp_path / "missing")]) == 1
+    assert cli.main(["eval", "--run", str(tmp_path / "missing")]) == 2  # a path that is not there
 
 
 def test_config_errors():

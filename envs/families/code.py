@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from typing import Any, cast
@@ -120,6 +121,15 @@ class CodeReward:
     """
 
     def __init__(self, sandbox: Any = "auto", sandbox_timeout: float = 5.0) -> None:
+        from flexmg.sandboxes import BACKENDS
+
+        if isinstance(sandbox, str) and sandbox not in BACKENDS:  # at make(), not first judge
+            close = difflib.get_close_matches(sandbox, BACKENDS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(
+                f"unknown sandbox backend {sandbox!r}{hint}; sandbox= takes one of "
+                f"{list(BACKENDS)} or a Sandbox object"
+            )
         self._sandbox_spec = sandbox
         self.sandbox_timeout = float(sandbox_timeout)
         self._sandbox: Any = None if isinstance(sandbox, str) else sandbox

@@ -6,7 +6,9 @@ ENV`` (type each role's message by hand), ``serve ENV`` (an OpenEnv server),
 and status), ``train`` / ``eval`` (the MARFT and IPPO learners), ``leaderboard``
 (compare agents), ``models`` (the models ``--model`` takes by name), ``view PATH`` (an HTML page of episodes). Every command takes ``--import MODULE`` (import a module that
 registers your envs before the command runs), and an ``ENV`` may be a registered
-id or ``package.module:factory``.
+id or ``package.module:factory``. A mistake is one line on stderr, ``flexmg CMD:
+error: ...``, with a non-zero exit (2: the command line, 1: what it ran); ``--debug``
+(before or after the command) shows the traceback instead.
 
 Example:
     $ flexmg list
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 
 from flexmg.cli import check, eval, export, leaderboard, models, play, serve, train, view
 from flexmg.cli import list as list_envs
-from flexmg.cli.common import CommandError, import_modules, parse_kwargs
+from flexmg.cli.common import CommandError, error_line, exit_code, import_modules, parse_kwargs
 
 __all__ = ["CommandError", "build_parser", "main", "parse_kwargs"]
 
@@ -34,9 +36,13 @@ COMMANDS = (list_envs, check, play, serve, export, train, eval, leaderboard, mod
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command; each sub-parser's ``func`` runs it."""
+    import flexmg
+
     parser = argparse.ArgumentParser(
         prog="flexmg", description="Flex-MG environments for teams of LLM agents."
     )
+    parser.add_argument("--version", action="version", version=f"flexmg {flexmg.__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS[:5]:
         module.add_command(sub)
@@ -55,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
             help="import MODULE before the command runs (e.g. one that registers your envs); "
             "repeatable",
         )
+        command.add_argument(  # SUPPRESS: an unset sub-command flag keeps `flexmg --debug CMD`
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
     return parser
 
 
@@ -69,17 +78,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from flexmg.registration import MissingDependencyError, UnknownEnvError
-
     try:
         import_modules(args.imports)
         return int(args.func(args) or 0)
-    except (CommandError, UnknownEnvError, MissingDependencyError) as err:
-        print(f"flexmg {args.command}: error: {err}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as err:
+        if args.debug:
+            raise
+        print(error_line(args.command, err), file=sys.stderr)
+        return exit_code(err)
 
 
 if __name__ == "__main__":

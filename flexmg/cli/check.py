@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flexmg.cli.common import parse_kwargs
+from flexmg.cli.common import check_env, parse_kwargs
 
 
 def add_command(sub: Any) -> None:
@@ -21,6 +21,8 @@ def run(args: argparse.Namespace) -> int:
     """0 when the env conforms, 1 otherwise."""
     from flexmg.test import api_test
 
+    kwargs = parse_kwargs(args.kw)
+    check_env(args.env_id, kwargs)
     print(f"checking {args.env_id} ...", flush=True)
-    report = api_test(args.env_id, num_cycles=args.cycles, verbose=True, **parse_kwargs(args.kw))
+    report = api_test(args.env_id, num_cycles=args.cycles, verbose=True, **kwargs)
     return 0 if report.passed else 1

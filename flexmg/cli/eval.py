@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from flexmg.cli.common import CommandError, check_env
 
 
 def add_command(sub: Any) -> None:
@@ -51,23 +52,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         saved = RunConfig.read(run)
     except RunConfigError as exc:
-        print(f"flexmg eval: cannot load run {run}: {exc}", file=sys.stderr)
-        return 1
+        raise CommandError(f"cannot load run {run}: {exc}") from exc
     env_id = args.env or saved.train.env
     env_kwargs = dict(saved.train.env_kwargs)
+    check_env(env_id, env_kwargs)
     roles = env_roles(env_id, env_kwargs)
     if roles != saved.roles:
-        print(
-            f"flexmg eval: env {env_id!r} has roles {roles} but the run was trained with "
-            f"{saved.roles}; pick an env with the same roles",
-            file=sys.stderr,
+        raise CommandError(
+            f"env {env_id!r} has roles {roles} but the run was trained with "
+            f"{saved.roles}; pick an env with the same roles"
         )
-        return 2
     try:
         restored = restore_policy(run, args.checkpoint, args.device)
     except (OSError, RunConfigError, CheckpointError) as exc:
-        print(f"flexmg eval: cannot load run {run}: {exc}", file=sys.stderr)
-        return 1
+        raise CommandError(f"cannot load run {run}: {exc}", code=1) from exc
     policy = restored.policy
     t0 = time.monotonic()
     result = evaluate_policy(

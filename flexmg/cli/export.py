@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flexmg.cli.common import CommandError, add_kwargs_arguments, parse_kwargs
+from flexmg.cli.common import CommandError, add_kwargs_arguments, check_env, parse_kwargs
 
 
 def add_command(sub: Any) -> None:
@@ -47,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     """Write the rows and say where."""
     from flexmg.integrations.export import export_rows, resolve_split
 
+    env_kwargs = parse_kwargs([*args.kw, *args.kw_opt])
+    check_env(args.env_id, env_kwargs)
     fmt = args.format or ("parquet" if args.out.endswith(".parquet") else "jsonl")
     try:
         env_kwargs = parse_kwargs([*args.kw, *args.kw_opt])

@@ -14,6 +14,7 @@ import argparse
 import sys
 from typing import Any
 
+from flexmg.cli.common import CommandError, check_env
 from flexmg.settings import add_flags, flag_values
 
 
@@ -61,6 +62,36 @@ def build_config(args: argparse.Namespace) -> Any:
     return LeaderboardConfig.from_dict({**data, **flags}, config_dir=config_dir)
 
 
+def check_config(config: Any) -> None:
+    """Fail before any cell runs on what cannot work: an env, its kwargs, a model, a run folder.
+
+    A ``run:`` entry whose folder is missing for every cell is a mistake (a
+    templated path missing for some ``{seed}`` only is a cell the table skips).
+    """
+    from flexmg.baselines.entries import Entry, search_path
+
+    for env in config.envs:
+        check_env(env.id, config.env_kwargs_for(env))
+    for spec in config.entries:
+        if spec.kind == "hf":
+            from flexmg.models.names import model_problem
+
+            problem = model_problem(spec.value)
+            if problem:
+                raise CommandError(f"entry {spec.name!r}: {problem}")
+        if spec.kind != "run":
+            continue
+        entry = Entry(spec, search_path(config.config_dir))
+        paths = {entry.run_path(env.name, seed) for env in config.envs for seed in config.seeds}
+        if not any((path / "config.json").is_file() for path in paths):
+            shown = sorted(str(p) for p in paths)
+            raise CommandError(
+                f"entry {spec.name!r}: no run folder at {shown[0]}"
+                + (f" (nor {len(shown) - 1} more)" if len(shown) > 1 else "")
+                + ": a run folder is what `flexmg train` writes (config.json + checkpoints/)"
+            )
+
+
 def run(args: argparse.Namespace) -> int:
     """Run or resume the leaderboard; print the table and where the files are."""
     from flexmg.baselines.entries import EntryError
@@ -75,13 +106,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = build_config(args)
     except ValueError as exc:
-        print(f"flexmg leaderboard: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(str(exc)) from exc
+    check_config(config)
     try:
         results = run_leaderboard(config, redo=args.redo, echo=True)
     except (EntryError, CellError, ValueError) as exc:
-        print(f"flexmg leaderboard: {exc}", file=sys.stderr)
-        return 1
+        raise CommandError(str(exc), code=1) from exc
     print(
         f"ran {len(results['ran'])} cell(s), skipped {len(results.get('skipped') or [])}; "
         f"wrote {config.out}/{RESULTS_FILE}, {TABLE_FILE}, {CHART_FILE}",

@@ -1,12 +1,17 @@
-"""``flexmg play ENV``: play an env by hand, typing each role's message."""
+"""``flexmg play ENV``: play an env by hand, typing each role's message.
+
+At a terminal a message ends with an empty line; from a pipe each line is one turn
+(``printf 'garden\\ngarden\\n' | flexmg play echo``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
-from flexmg.cli.common import parse_kwargs
+from flexmg.cli.common import check_env, parse_kwargs
 
 
 def add_command(sub: Any) -> None:
@@ -18,7 +23,24 @@ def add_command(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _read_action(role: str) -> str | None:
+def _read_action(role: str, piped: bool) -> str | None:
+    """One message from stdin; None to quit (``\\q`` or the end of the input).
+
+    Typed at a terminal, a message may span lines and ends with an empty line.
+    From a pipe each line is one turn's message (blank lines are skipped; ``\\n``
+    in a line is a newline of the message).
+    """
+    if piped:
+        print(f"{role}> (one line per turn from the pipe)", flush=True)
+        while True:
+            try:
+                line = input()
+            except EOFError:
+                return None
+            if line == "\\q":
+                return None
+            if line.strip():
+                return line.replace("\\n", "\n")
     print(f"{role}> (end with an empty line; '\\q' quits)", flush=True)
     lines: list[str] = []
     while True:
@@ -36,11 +58,14 @@ def _read_action(role: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Play one episode, reading each message from stdin (an empty line ends it)."""
+    """Play one episode, reading each message from stdin (see :func:`_read_action`)."""
     import flexmg
     from flexmg.io import json_default
 
-    env = flexmg.make(args.env_id, **parse_kwargs(args.kw))
+    kwargs = parse_kwargs(args.kw)
+    check_env(args.env_id, kwargs)
+    piped = not sys.stdin.isatty()
+    env = flexmg.make(args.env_id, **kwargs)
     env.reset(seed=args.seed)
     print(f"=== {args.env_id} (seed {args.seed}); roles: {' -> '.join(env.graph.order())} ===")
     print(f"TASK:\n{env.task.prompt}\n")
@@ -56,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"feedback: {obs['feedback']}")
             if obs["context"]:
                 print(f"context:\n{obs['context']}")
-            action = _read_action(role)
+            action = _read_action(role, piped)
             if action is None:
                 print("quit.")
                 return 0

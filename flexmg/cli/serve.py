@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flexmg.cli.common import CommandError, add_kwargs_arguments, parse_kwargs
+from flexmg.cli.common import CommandError, add_kwargs_arguments, check_env, parse_kwargs
 
 
 def add_command(sub: Any) -> None:
@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     kwargs = parse_kwargs([*args.kw, *args.kw_opt])
     if args.workers < 1:
         raise CommandError(f"--workers must be >= 1, got {args.workers}")
+    check_env(args.env_id, kwargs)
     serve(
         args.env_id,
         kwargs,

@@ -13,9 +13,11 @@ import argparse
 import json
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from flexmg.agents.config import TrainConfig
+from flexmg.cli.common import CommandError, check_env, check_role_names
 from flexmg.settings import add_flags, flag_values, from_flags, nested_fields
 
 
@@ -59,6 +61,15 @@ def given_flags(args: argparse.Namespace) -> list[str]:
     return sorted({*found, *(["env_kwargs"] if getattr(args, "horizon", None) else [])})
 
 
+def check_model(name: str) -> None:
+    """Raise a :class:`CommandError` when ``--model`` names nothing that loads here."""
+    from flexmg.models.names import model_problem
+
+    problem = model_problem(name)
+    if problem:
+        raise CommandError(problem)
+
+
 RESUME_MAY_CHANGE = {"updates", "progress", "eval_every"}
 """What ``--resume`` lets the flags change: how long the run goes on and how it reports."""
 
@@ -72,25 +83,31 @@ def run(args: argparse.Namespace) -> int:
 
         changed = given_flags(args)
         if set(changed) - RESUME_MAY_CHANGE:
-            print(
-                f"flexmg train: --resume continues the saved configuration; only --updates, "
-                f"--eval-every and --no-progress may change (got {changed})",
-                file=sys.stderr,
+            raise CommandError(
+                f"--resume continues the saved configuration; only --updates, "
+                f"--eval-every and --no-progress may change (got {changed})"
             )
-            return 2
+        if not (Path(args.resume) / "config.json").is_file():
+            raise CommandError(
+                f"--resume {args.resume}: no run folder there (no config.json): a run folder "
+                "is what `flexmg train` writes"
+            )
         try:
             trainer = Trainer.resume(args.resume, **flag_values(args, TrainConfig))
         except CheckpointError as exc:
-            print(f"flexmg train: {exc}", file=sys.stderr)
-            return 1
+            raise CommandError(str(exc), code=1) from exc
     else:
-        trainer = Trainer(train_config(args))
+        config = train_config(args)
+        roles = check_env(config.env, config.env_kwargs)  # a bad env or kwarg: before the model
+        for name in ("role_temperature", "role_max_new_tokens"):
+            check_role_names(f"--{name.replace('_', '-')}", getattr(config.policy, name), roles)
+        check_model(config.policy.model)
+        trainer = Trainer(config)
     print(f"run folder: {trainer.run_dir}", file=sys.stderr)
     try:
         summary = trainer.run()
     except FileExistsError as exc:
-        print(f"flexmg train: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(str(exc)) from exc
     keys = ("eval_start", "eval_end", "correct_start", "correct_end", "format_start",
             "format_end", "eval_prompts", "updates", "wall_seconds", "run_dir")  # fmt: skip
     print(json.dumps({k: summary.get(k) for k in keys}, indent=2))

@@ -106,7 +106,7 @@ class UnsafeSandbox(Sandbox):
         me = os.getpid()
         for pid, d in self._dirs:
             if pid == me:  # never a directory of the process we were forked from
-                empty_directory(d)  # any depth a run left (no recursion)
+                empty_directory(d, budget=60.0)  # any depth a run left (no recursion)
                 with contextlib.suppress(OSError):
                     os.rmdir(d)
         self._dirs = [(pid, d) for pid, d in self._dirs if pid != me]

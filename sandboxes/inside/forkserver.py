@@ -12,6 +12,7 @@ from .judge import judge_main, judge_server_main
 from .procs import (
     PR_SET_DUMPABLE,
     WARM_MODULES,
+    _ignore_signals,
     _new_group,
     _place_fds,
     _prctl,
@@ -27,14 +28,13 @@ from .runner import runner_main
 def forkserver_main(config: dict) -> None:
     """fd 3: a unix socket from the zygote; each message (role, fds) -> one fresh child.
 
-    Signal dispositions are reset here once (children inherit them), so a child
-    only has to undo the SIGCHLD handler. Ignoring signals would not protect the
-    fork server (a run can always SIGKILL or SIGSTOP it, being the same uid): the
+    The fork server ignores every catchable signal (a run can send it any); each
+    child resets them to the defaults. A run can still SIGKILL or SIGSTOP it: the
     zygote resumes a stopped fork server and replaces a dead one between runs.
     """
     _prctl(PR_SET_DUMPABLE, 0)
     _set_name("forkserver")
-    _reset_signals()
+    _ignore_signals()
     record_base_limits()
     sock = socket.socket(fileno=3)
     os.chdir("/")
@@ -109,7 +109,7 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
         if child == 0:
             try:
                 signal.set_wakeup_fd(-1)
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _reset_signals()
                 _set_name(role)
                 sock.close()
                 _new_group(role, config)

@@ -11,19 +11,33 @@ import sys
 import time
 
 from .cleanup import _has_live_thread, _pidfd, _wait_exits, empty_directory
-from .frames import MAX_FRAME, _frame_complete, parse_frame_body, read_frame, write_frame
+from .frames import (
+    MAX_DEPTH,
+    MAX_FRAME,
+    _frame_complete,
+    _too_deep,
+    parse_frame_body,
+    read_frame,
+    write_frame,
+)
 from .procs import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_DUMPABLE,
     _dying,
     _exc_line,
     _exec_python,
+    _ignore_signals,
     _prctl,
     _set_name,
+    _signalled,
     _status_exit_code,
     _wait_kind,
     install_seccomp,
 )
+
+# Seconds the between-run delete may take; past it the worker retires (its next job
+# is answered "retire" and the host runs that job on a fresh worker).
+CLEANUP_BUDGET = 1.0
 
 
 class Spare:
@@ -152,7 +166,7 @@ class Zygote:
         _prctl(PR_SET_DUMPABLE, 0)
         if not self.pid1:
             _prctl(PR_SET_CHILD_SUBREAPER, 1)
-        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        _ignore_signals()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
@@ -169,6 +183,7 @@ class Zygote:
         self.server: dict | None = None  # the judge server: {"pid", "sock"}
         self.last_untrusted = False  # the last test job's tests were not trusted
         self.dirty = False  # a run's processes and files are still to be removed
+        self.retire = False  # the cleanup went over its budget: hand no more jobs here
         self._start_forkserver()
 
     # ---- helpers
@@ -361,7 +376,8 @@ class Zygote:
                 os.chmod(root, 0o1777 if self.pid1 else 0o700)
             except OSError:
                 pass
-            empty_directory(root)
+            if not empty_directory(root, CLEANUP_BUDGET):
+                self.retire = True  # the next job goes to a fresh worker instead
         self._clean_ipc()
 
     def _clean_ipc(self) -> None:
@@ -481,7 +497,8 @@ class Zygote:
                 self.server["pid"] = pids["judge-server"]
 
     def _intact(self, pid: int | None) -> bool:
-        """``pid`` is alive, not stopped, not dying, and a child of the fork server.
+        """``pid`` is alive, not stopped, not dying, has no signal waiting, and a child of the
+        fork server.
 
         Called when no untrusted process exists. SIGCONT first: it resumes a
         stopped process and discards a stop signal still pending. A process a
@@ -504,6 +521,7 @@ class Zygote:
             fields[0] not in (b"T", b"t", b"Z", b"X")
             and int(fields[1]) == self.fs_pid
             and not _dying(int(fields[6]), status)
+            and not _signalled(status)
         )
 
     def _take_spare(self) -> Spare:
@@ -852,10 +870,14 @@ class Zygote:
             res["oom"] = b"M" in w.notes
         else:
             if _frame_complete(w.verdict):
-                try:
-                    res["verdict"] = parse_frame_body(bytes(w.verdict[4:]))
+                try:  # the tests' to forge when an agent wrote them: checked like any frame
+                    verdict = parse_frame_body(bytes(w.verdict[4:]))
+                    if not isinstance(verdict, dict) or _too_deep(verdict, MAX_DEPTH - 8):
+                        raise ValueError("malformed verdict")
+                    res["verdict"] = verdict
                 except ValueError:
                     res["verdict"] = None
+                    res["verdict_malformed"] = True
             st = self.exited.get(w.judge)
             if st is not None:
                 res["judge_exit"] = _status_exit_code(st)
@@ -874,6 +896,11 @@ class Zygote:
                 job = None
             if not isinstance(job, dict):
                 os._exit(0)
+            if self.retire:  # the host starts a fresh worker for this job
+                try:
+                    write_frame(self.out, {"retire": True, "id": job.get("id")})
+                finally:
+                    os._exit(0)
             # A process of the last run that the cleanup scan missed (seen under load:
             # a double fork's grandchild absent from the /proc listing for a moment)
             # is killed, and the files it may have written removed, before anything else.

@@ -278,3 +278,9 @@ def test_clone_parent_is_refused(sb: Sandbox, backend: str) -> None:
     assert r.status == "ok", (r.error, r.stderr[-300:])
     assert r.stdout.startswith("clone -1 1"), r.stdout  # EPERM
     _good_still_judged(sb, times=1)
+
+
+def test_a_sigkill_the_run_sent_itself_is_not_oom(sb: Sandbox, backend: str) -> None:
+    """Docker's "any SIGKILL is oom": only the cgroup's OOM-kill counter says oom."""
+    r = sb.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    assert (r.status, r.exit_code) == ("error", -9), (r.status, r.exit_code, r.error)

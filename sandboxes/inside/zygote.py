@@ -674,6 +674,7 @@ class Zygote:
         runner, judge = sp.runner, None
         stdin_data = b""
         si_w = sp.si_w
+        oom_before = self._oom_kills() if mode == "exec" else None
         t0 = time.monotonic()
         try:
             if mode == "tests":
@@ -711,6 +712,9 @@ class Zygote:
         )
         for fd in keep:
             self._close(fd)
+        if oom_before is not None:
+            oom_after = self._oom_kills()
+            res["oom_kills"] = oom_after - oom_before if oom_after is not None else 0
         if self.server is not None and judge == self.server["pid"] and "verdict" not in res:
             self._drop_server()  # it may still be in the job: start a new one
         # The run's processes are killed and its files removed by serve() right
@@ -718,6 +722,27 @@ class Zygote:
         # before the next job is read.
         self.dirty = True
         return res
+
+    def _oom_kills(self) -> int | None:
+        """The worker's cgroup OOM-kill counter (``config["oom_events"]`` files), or None.
+
+        Read by the zygote, not the host: the host may not see the container's
+        cgroup (a remote or rootless daemon). A run cannot write the counter.
+        """
+        for path in self.config.get("oom_events") or ():
+            try:
+                with open(path, "rb") as f:
+                    text = f.read(4096)
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, _, value = line.partition(b" ")
+                if key == b"oom_kill":
+                    try:
+                        return int(value)
+                    except ValueError:
+                        return None
+        return None
 
     def _after_run(self) -> None:
         """Kill the run's processes, remove its files, check the judge server.

@@ -284,3 +284,51 @@ def test_a_sigkill_the_run_sent_itself_is_not_oom(sb: Sandbox, backend: str) -> 
     """Docker's "any SIGKILL is oom": only the cgroup's OOM-kill counter says oom."""
     r = sb.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
     assert (r.status, r.exit_code) == ("error", -9), (r.status, r.exit_code, r.error)
+
+
+PROC_STATE = (
+    WORKER_PIDS
+    + """
+def read(pid, name):
+    try:
+        with open(f'/proc/{pid}/{name}') as f:
+            return ' '.join(f.read().split()[-1:])
+    except OSError as e:
+        return type(e).__name__
+fs = os.getppid()
+roles = {'self': 'self', 'forkserver': fs, 'zygote': _parent(fs)}
+for role, pid in sorted(roles.items()):
+    print(role, [read(pid, n) for n in ('oom_score_adj', 'coredump_filter', 'autogroup')])
+"""
+)
+
+PROC_WRITES = (
+    WORKER_PIDS
+    + """
+hits = 0
+for pid in ['self', *worker_pids()]:
+    for name, value in (('oom_score_adj', '777'), ('coredump_filter', '0x7f'),
+                        ('autogroup', '19')):
+        try:
+            with open(f'/proc/{pid}/{name}', 'w') as f:
+                f.write(value)
+            hits += 1
+        except OSError:
+            pass
+print('wrote', hits)
+"""
+)
+
+
+def test_proc_state_a_run_sets_does_not_reach_later_runs(sb: Sandbox, backend: str) -> None:
+    """Classes "writable /proc" and "state left for the next run": oom score, coredump
+    filter and autogroup nice of the worker's processes and of a run are reset per run."""
+    if backend == "unsafe":
+        pytest.skip("the unsafe backend isolates nothing")
+    before = sb.run(PROC_STATE)
+    assert before.status == "ok", before.stderr[-300:]
+    r = sb.run(PROC_WRITES)
+    assert r.status == "ok", r.stderr[-300:]
+    after = sb.run(PROC_STATE)
+    assert after.stdout == before.stdout, (r.stdout, before.stdout, after.stdout)
+    _good_still_judged(sb, times=1)

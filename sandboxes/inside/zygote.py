@@ -184,6 +184,7 @@ class Zygote:
         self.last_untrusted = False  # the last test job's tests were not trusted
         self.dirty = False  # a run's processes and files are still to be removed
         self.retire = False  # the cleanup went over its budget: hand no more jobs here
+        self.proc_state = _read_proc_state("self")  # what every run starts from
         self._start_forkserver()
 
     # ---- helpers
@@ -723,6 +724,28 @@ class Zygote:
         self.dirty = True
         return res
 
+    def _reset_proc_state(self) -> None:
+        """Undo what a run wrote to the long-lived processes' ``/proc/PID`` files.
+
+        A run has the uid of the zygote, the fork server and the judge server, so
+        it can write their ``oom_score_adj``, ``coredump_filter`` and their
+        session's ``autogroup`` nice; each is put back to the zygote's value at
+        start, also on the next run's idle runner and judge (forked while the run
+        went on), once the run's processes are gone, before the next job is read.
+        """
+        pids = ["self", self.fs_pid, self.server["pid"] if self.server else None]
+        if self.spare is not None and self.spare.pids:  # forked while the run went on
+            pids.extend(self.spare.pids.values())
+        for pid in pids:
+            if pid is None:
+                continue
+            for name, value in self.proc_state.items():
+                try:
+                    with open(f"/proc/{pid}/{name}", "wb", buffering=0) as f:
+                        f.write(value)
+                except OSError:
+                    pass
+
     def _oom_kills(self) -> int | None:
         """The worker's cgroup OOM-kill counter (``config["oom_events"]`` files), or None.
 
@@ -752,6 +775,7 @@ class Zygote:
         """
         self._kill_everything()
         self._clean_files()
+        self._reset_proc_state()
         if self.server is not None and self.server["pid"] and not self._intact(self.server["pid"]):
             self._drop_server()
         if (
@@ -970,6 +994,21 @@ class Zygote:
                     self._request_spare()  # its pids are read when the next job comes
                 except OSError:
                     self.spare = None
+
+
+def _read_proc_state(pid: str) -> dict[str, bytes]:
+    """The per-process settings a run could change on a long-lived process, as written back."""
+    out = {}
+    for name in ("oom_score_adj", "coredump_filter", "autogroup"):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as f:
+                text = f.read(256).split()
+        except OSError:
+            continue
+        if text:  # autogroup reads "/autogroup-N nice K": its last word is the nice value
+            # coredump_filter reads as hex digits, written back with 0x (else octal)
+            out[name] = b"0x" + text[-1] if name == "coredump_filter" else text[-1]
+    return out
 
 
 def zygote_main(config: dict) -> None:

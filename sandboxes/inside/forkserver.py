@@ -101,6 +101,7 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
     if not msg:
         os._exit(0)
     records, at = [], 0
+    pidfds: list[int] = []
     for item in msg.decode().split(","):
         role, n = item.split(":")
         mine = fds[at : at + int(n)]
@@ -109,6 +110,8 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
         if child == 0:
             try:
                 signal.set_wakeup_fd(-1)
+                for fd in pidfds:  # its elder siblings'
+                    os.close(fd)
                 _reset_signals()
                 _set_name(role)
                 sock.close()
@@ -119,10 +122,20 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
                 )
             finally:
                 os._exit(127)
-        records.append(struct.pack(">cii", b"S", child, 0))
+        try:  # taken before any run can reach the child: the zygote's proof of identity
+            pidfds.append(os.pidfd_open(child))
+            records.append(struct.pack(">cii", b"S", child, 1))
+        except (AttributeError, OSError):
+            records.append(struct.pack(">cii", b"S", child, 0))
     for fd in fds:
         os.close(fd)
     try:
-        sock.sendall(b"".join(records))
+        if pidfds:
+            socket.send_fds(sock, [b"".join(records)], pidfds)
+        else:
+            sock.sendall(b"".join(records))
     except OSError:
         os._exit(0)
+    finally:
+        for fd in pidfds:
+            os.close(fd)

@@ -177,6 +177,11 @@ class Zygote:
         self.fs_pid: int | None = None
         self.fs_sock: socket.socket | None = None
         self.fs_buf = bytearray()
+        self.fs_fds: list[int] = []  # pidfds received, not yet matched with their records
+        # pidfds of the fork server's children that may be kept between runs (the idle
+        # runner and judge, the judge server), taken by the fork server before any run
+        # could reach them: the process itself, never one that reused its pid.
+        self.pidfds: dict[int, int] = {}
         self.fs_starts = 0
         self.spawned: list[int] = []
         self.spare: Spare | None = None
@@ -185,6 +190,9 @@ class Zygote:
         self.dirty = False  # a run's processes and files are still to be removed
         self.retire = False  # the cleanup went over its budget: hand no more jobs here
         self.proc_state = _read_proc_state("self")  # what every run starts from
+        probe = _pidfd(os.getpid())
+        self.pidfd_support = probe is not None
+        self._close(probe)
         self._start_forkserver()
 
     # ---- helpers
@@ -244,7 +252,8 @@ class Zygote:
         try:
             if not block and not select.select([self.fs_sock], [], [], 0)[0]:
                 return
-            chunk = self.fs_sock.recv(4096)
+            chunk, fds, _, _ = socket.recv_fds(self.fs_sock, 4096, 16)
+            self.fs_fds.extend(fds)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -261,6 +270,9 @@ class Zygote:
                 self.exited.pop(pid, None)  # an earlier exit record was for an older process
                 self.traced.discard(pid)
                 self.spawned.append(pid)
+                self._close(self.pidfds.pop(pid, None))
+                if status == 1 and self.fs_fds:  # the fork server sent its pidfd along
+                    self.pidfds[pid] = self.fs_fds.pop(0)
             elif kind == b"T":
                 self.traced.add(pid)
             else:
@@ -306,10 +318,10 @@ class Zygote:
         if self.spare is not None:
             try:
                 self._spare_pids()
-                keep.update(self.spare.pids.values())
+                keep.update(p for p in self.spare.pids.values() if self._own(p))
             except OSError:
                 self._drop_spare()
-        if self.server is not None and self.server["pid"]:
+        if self.server is not None and self.server["pid"] and self._own(self.server["pid"]):
             keep.add(self.server["pid"])
         parent: dict[int, int] = {}
         live: set[int] = set()
@@ -507,7 +519,7 @@ class Zygote:
         host, for milliseconds): its state still reads running, so the pending
         SIGKILL and the exiting flag are checked too.
         """
-        if not pid:
+        if not pid or not self._own(pid):
             return False
         try:
             os.kill(pid, signal.SIGCONT)
@@ -724,6 +736,30 @@ class Zygote:
         self.dirty = True
         return res
 
+    def _own(self, pid: int) -> bool:
+        """``pid`` is still the fork server's child the zygote was told about (its pidfd is
+        not readable): a process that took over the pid of a dead one is not.
+
+        Without pidfds (kernels before 5.3) the other checks stand alone.
+        """
+        fd = self.pidfds.get(pid)
+        if fd is None:
+            return not self.pidfd_support
+        try:
+            return not select.select([fd], [], [], 0)[0]
+        except (OSError, ValueError):
+            return False
+
+    def _prune_pidfds(self) -> None:
+        """Close the pidfds of processes that are no longer kept between runs."""
+        keep = set()
+        if self.spare is not None and self.spare.pids:
+            keep.update(self.spare.pids.values())
+        if self.server is not None and self.server["pid"]:
+            keep.add(self.server["pid"])
+        for pid in [p for p in self.pidfds if p not in keep]:
+            self._close(self.pidfds.pop(pid))
+
     def _reset_proc_state(self) -> None:
         """Undo what a run wrote to the long-lived processes' ``/proc/PID`` files.
 
@@ -776,6 +812,7 @@ class Zygote:
         self._kill_everything()
         self._clean_files()
         self._reset_proc_state()
+        self._prune_pidfds()
         if self.server is not None and self.server["pid"] and not self._intact(self.server["pid"]):
             self._drop_server()
         if (

@@ -28,6 +28,10 @@ What is denied, and why (see :data:`DENIED`):
   worker's long-lived processes;
 * reaching into other processes' files and memory: ``pidfd_getfd``,
   ``process_madvise``;
+* per-user kernel quotas shared with the host's processes of the same uid (and
+  other sandboxes): ``inotify_init``/``inotify_init1``/``inotify_add_watch`` (128
+  instances per uid by default: a run holding them all made ``inotify_init1``
+  fail for every other process of its uid);
 * administration calls that need capabilities the sandbox does not have anyway
   (modules, kexec, reboot, swap, accounting, quotas, handles, fanotify, syslog).
 
@@ -111,6 +115,9 @@ _NUMBERS: dict[str, tuple[int | None, int | None]] = {
     "process_madvise": (440, 440),
     "migrate_pages": (256, 238),
     "move_pages": (279, 239),
+    "inotify_init": (253, None),
+    "inotify_init1": (294, 26),
+    "inotify_add_watch": (254, 27),
     "iopl": (172, None),
     "ioperm": (173, None),
 }

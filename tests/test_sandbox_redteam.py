@@ -332,3 +332,25 @@ def test_proc_state_a_run_sets_does_not_reach_later_runs(sb: Sandbox, backend: s
     after = sb.run(PROC_STATE)
     assert after.stdout == before.stdout, (r.stdout, before.stdout, after.stdout)
     _good_still_judged(sb, times=1)
+
+
+INOTIFY = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+held = []
+for _ in range(200):
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        break
+    held.append(fd)
+print('held', len(held), ctypes.get_errno())
+"""
+
+
+def test_per_uid_inotify_instances_cannot_be_held(sb: Sandbox, backend: str) -> None:
+    """Class "per-user kernel quotas": a run cannot take the uid's inotify instances
+    (shared with host root on the local backend, with every container on docker)."""
+    if backend == "unsafe" or not seccomp_enabled():
+        pytest.skip("refused by the isolating backends' seccomp filter")
+    r = sb.run(INOTIFY)
+    assert (r.status, r.stdout) == ("ok", "held 0 1\n"), (r.stdout, r.stderr[-300:])

@@ -253,6 +253,8 @@ class Zygote:
             if not block and not select.select([self.fs_sock], [], [], 0)[0]:
                 return
             chunk, fds, _, _ = socket.recv_fds(self.fs_sock, 4096, 16)
+            for fd in fds:  # never into a process the zygote starts
+                os.set_inheritable(fd, False)
             self.fs_fds.extend(fds)
         except (BlockingIOError, InterruptedError):
             return
@@ -699,11 +701,12 @@ class Zygote:
                 self._kill_pid(sp.judge)
                 sp.close("ji_w", "jo_r", "out_w", "err_w", "jo_w")
                 write_frame(sp.ci_w, runner_job)
-                self._close(sp.ci_w)
+                sp.close("ci_w")
                 keep = [sp.out_r, sp.err_r, sp.co_r]
                 if job.get("stdin") is not None:
+                    # the watch closes si_w once the input is written (closing it here
+                    # too closed whatever reused the number: a pidfd, the next pipes)
                     stdin_data = str(job["stdin"]).encode("utf-8", "surrogatepass")
-                    keep.append(si_w)
                 else:
                     self._close(si_w)
                     si_w = None
@@ -982,25 +985,27 @@ class Zygote:
                 job = None
             if not isinstance(job, dict):
                 os._exit(0)
-            if self.retire:  # the host starts a fresh worker for this job
+            # A process of the last run that the cleanup scan missed (seen under load:
+            # a double fork's grandchild absent from the /proc listing for a moment)
+            # is killed, and the files it may have written removed, before anything else.
+            try:
+                if self._victims():
+                    self._kill_everything()
+                    self._clean_files()
+                self._reap()
+                if job.get("op") != "ping" and self.fs_pid is None:
+                    self._drop_spare()
+                    self._start_forkserver()
+            except BaseException:  # broken before the job started: not the job's failure
+                self.retire = True
+            if self.retire:  # the host runs this job on a fresh worker
                 try:
                     write_frame(self.out, {"retire": True, "id": job.get("id")})
                 finally:
                     os._exit(0)
-            # A process of the last run that the cleanup scan missed (seen under load:
-            # a double fork's grandchild absent from the /proc listing for a moment)
-            # is killed, and the files it may have written removed, before anything else.
-            if self._victims():
-                self._kill_everything()
-                self._clean_files()
             if job.get("op") == "ping":
-                self._reap()
                 reply = {"pong": True, "procs": self._census(), "fs_starts": self.fs_starts}
             else:
-                self._reap()
-                if self.fs_pid is None:
-                    self._drop_spare()
-                    self._start_forkserver()
                 try:
                     reply = self.handle(job)
                 except BaseException as e:

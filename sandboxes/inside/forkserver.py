@@ -10,9 +10,9 @@ import struct
 
 from .judge import judge_main, judge_server_main
 from .procs import (
+    _CATCHABLE,
     PR_SET_DUMPABLE,
     WARM_MODULES,
-    _ignore_signals,
     _new_group,
     _place_fds,
     _prctl,
@@ -28,13 +28,17 @@ from .runner import runner_main
 def forkserver_main(config: dict) -> None:
     """fd 3: a unix socket from the zygote; each message (role, fds) -> one fresh child.
 
-    The fork server ignores every catchable signal (a run can send it any); each
-    child resets them to the defaults. A run can still SIGKILL or SIGSTOP it: the
+    The fork server blocks every catchable signal but SIGCHLD (a run can send it
+    any); each child unblocks them, with the default dispositions. A run can still SIGKILL or SIGSTOP it: the
     zygote resumes a stopped fork server and replaces a dead one between runs.
     """
     _prctl(PR_SET_DUMPABLE, 0)
     _set_name("forkserver")
-    _ignore_signals()
+    # A run can send the fork server any signal (same uid): they are all blocked but
+    # SIGCHLD (blocked, not ignored: a child then needs one call to undo it, not one
+    # per signal, and its pending set starts empty).
+    _reset_signals()
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(_CATCHABLE) - {signal.SIGCHLD})
     record_base_limits()
     sock = socket.socket(fileno=3)
     os.chdir("/")
@@ -112,7 +116,8 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
                 signal.set_wakeup_fd(-1)
                 for fd in pidfds:  # its elder siblings'
                     os.close(fd)
-                _reset_signals()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_SETMASK, [])
                 _set_name(role)
                 sock.close()
                 _new_group(role, config)

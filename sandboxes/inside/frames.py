@@ -37,7 +37,8 @@ def parse_frame_body(data: bytes) -> object:
         obj = json.loads(text)
     except RecursionError:
         obj = _on_fresh_stack(json.loads, text)
-    if _too_deep(obj, MAX_DEPTH):
+    # fewer brackets than the limit cannot nest past it (most frames: no walk at all)
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH and _too_deep(obj, MAX_DEPTH):
         raise ValueError(f"frame nested more than {MAX_DEPTH} deep")
     return obj
 

@@ -255,7 +255,7 @@ def _dying(flags: int, status: bytes) -> bool:
 
 
 def _signalled(status: bytes) -> bool:
-    """True when a signal other than SIGCONT waits for the process (``/proc/PID/status``).
+    r"""True when a signal other than SIGCONT waits for the process (``/proc/PID/status``).
 
     An idle runner or judge has nothing to receive: a run that stopped it and
     queued a fatal signal (SIGQUIT, SIGSEGV) would have it die once resumed,

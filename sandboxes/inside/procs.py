@@ -261,7 +261,7 @@ def _signalled(status: bytes) -> bool:
     queued a fatal signal (SIGQUIT, SIGSEGV) would have it die once resumed,
     while loading the next run's code. Such a process is discarded.
 
-    >>> _signalled(b"SigPnd:\t0000000000000000\nShdPnd:\t0000000000040000\n")  # SIGCONT
+    >>> _signalled(b"SigPnd:\t0000000000000000\nShdPnd:\t0000000000020000\n")  # SIGCONT
     False
     >>> _signalled(b"SigPnd:\t0000000000000000\nShdPnd:\t0000000000000004\n")  # SIGQUIT
     True

@@ -779,11 +779,18 @@ class Zygote:
             if pid is None:
                 continue
             for name, value in self.proc_state.items():
+                if name == "autogroup" and pid != "self":
+                    continue  # one per session: the zygote's is the one they share
                 try:
-                    with open(f"/proc/{pid}/{name}", "wb", buffering=0) as f:
-                        f.write(value)
+                    fd = os.open(f"/proc/{pid}/{name}", os.O_WRONLY)
+                except OSError:
+                    continue
+                try:
+                    os.write(fd, value)
                 except OSError:
                     pass
+                finally:
+                    os.close(fd)
 
     def _oom_kills(self) -> int | None:
         """The worker's cgroup OOM-kill counter (``config["oom_events"]`` files), or None.

@@ -354,3 +354,24 @@ def test_per_uid_inotify_instances_cannot_be_held(sb: Sandbox, backend: str) -> 
         pytest.skip("refused by the isolating backends' seccomp filter")
     r = sb.run(INOTIFY)
     assert (r.status, r.stdout) == ("ok", "held 0 1\n"), (r.stdout, r.stderr[-300:])
+
+
+POISONERS = {
+    "signal-storm": SIGNAL_STORM,
+    "tamper-spare": TAMPER_SPARE,
+    "proc-writes": PROC_WRITES,
+    "wide-tree": WIDE_TREE,
+    "inotify": INOTIFY,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", sorted(POISONERS))
+def test_no_new_attack_poisons_its_worker(sb: Sandbox, backend: str, attack: str) -> None:
+    """The poisoning harness of test_sandbox_attacker on this pass's attacks: afterwards
+    every canary (verdicts, limits, scheduling, leftovers, processes) matches a fresh worker."""
+    from test_sandbox_attacker import assert_unpoisoned
+
+    r = sb.run(POISONERS[attack])
+    assert r.status in ("ok", "error"), (r.status, r.error)
+    assert_unpoisoned(sb, backend, attack)

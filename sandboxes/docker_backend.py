@@ -30,7 +30,7 @@ from typing import Any
 from . import seccomp
 from .base import Sandbox, SandboxUnavailable
 from .image import image_name
-from .limits import Limits
+from .limits import Limits, cleanup_budget
 from .rootfs import python_manifest
 from .worker import Worker, WorkerError, zygote_argv
 
@@ -201,6 +201,7 @@ class DockerSandbox(Sandbox):
         mem = (int(lim.memory_mb) << 20) * 2 + (int(lim.tmp_mb) << 20) + _EXTRA_MEMORY
         config = {
             "tmp_root": "/tmp",
+            "cleanup_budget": cleanup_budget(),
             "env": self._manifest.env(),
             "clean_ipc": True,
             "extra_clean": ["/dev/shm"],

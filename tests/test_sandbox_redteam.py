@@ -125,15 +125,23 @@ def test_a_wide_tree_is_removed_in_linear_time(sb: Sandbox, backend: str) -> Non
     _good_still_judged(sb, times=1)
 
 
-def test_an_over_budget_tree_replaces_the_worker_not_the_next_run(backend: str) -> None:
-    """Past the cleanup budget the next run starts on a fresh worker without waiting."""
+def test_an_over_budget_tree_replaces_the_worker_not_the_next_run(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the cleanup budget (here 1 ms) the worker retires: the next job runs on a
+    fresh worker, with the full verdict, and nothing of the tree is left."""
+    monkeypatch.setenv("FLEXMG_SANDBOX_CLEANUP_BUDGET", "0.001")
     with open_sandbox(backend, workers=1, timeout=TIMEOUT, memory_mb=256) as box:
-        wide = "import os\nfor i in range(12000):\n    os.mkdir(f'd{i}')\n"
+        wide = "import os\nfor i in range(12000):\n    os.mkdir(f'd{i}')\nprint(os.getppid())\n"
+        seen: list[object] = []  # the worker objects (kept: ids are not reused)
         for _ in range(3):
             r = box.run(wide)
             assert r.status == "ok", (r.status, r.error)
+            seen.append(box._all[-1])
             rep = box.run_tests(*GOOD, trusted_tests=True)
             assert (rep.status, rep.passed) == ("ok", 2), rep.error
+            seen.append(box._all[-1])
+        assert len({id(w) for w in seen}) >= 3  # each wide tree retired its worker
 
 
 TAMPER_SPARE = (

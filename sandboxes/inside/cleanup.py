@@ -59,7 +59,12 @@ def empty_directory(root: str, budget: float = 2.0) -> bool:
         return True
     # One entry per level from root down to ``cur``: (name of ``cur`` in its parent,
     # the subdirectories of ``cur`` still to visit).
-    stack: list[tuple[str, list[str]]] = [("", _list_and_unlink(cur))]
+    try:
+        top = _list_and_unlink(cur, deadline)
+    except TimeoutError:
+        os.close(cur)
+        return False
+    stack: list[tuple[str, list[str]]] = [("", top)]
     steps = 0
     try:
         while True:
@@ -75,7 +80,7 @@ def empty_directory(root: str, budget: float = 2.0) -> bool:
                     continue  # left in place
                 os.close(cur)
                 cur = child
-                stack.append((down, _list_and_unlink(cur)))
+                stack.append((down, _list_and_unlink(cur, deadline)))
                 continue
             if len(stack) == 1:  # back at the root, and nothing left to go into
                 return time.monotonic() <= deadline
@@ -95,13 +100,18 @@ def empty_directory(root: str, budget: float = 2.0) -> bool:
         os.close(cur)
 
 
-def _list_and_unlink(dir_fd: int) -> list[str]:
-    """Remove the non-directories of the open directory ``dir_fd``; its subdirectories."""
+def _list_and_unlink(dir_fd: int, deadline: float) -> list[str]:
+    """Remove the non-directories of the open directory ``dir_fd``; its subdirectories.
+
+    Stops unlinking past ``deadline`` (a directory of a million files is bounded too).
+    """
     subdirs = []
-    for name, is_dir in _entries(dir_fd):
+    for i, (name, is_dir) in enumerate(_entries(dir_fd)):
         if is_dir:
             subdirs.append(name)
             continue
+        if i & 255 == 255 and time.monotonic() > deadline:
+            raise TimeoutError
         try:
             os.unlink(name, dir_fd=dir_fd)
         except OSError:

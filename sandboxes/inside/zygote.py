@@ -391,7 +391,7 @@ class Zygote:
                 os.chmod(root, 0o1777 if self.pid1 else 0o700)
             except OSError:
                 pass
-            if not empty_directory(root, CLEANUP_BUDGET):
+            if not empty_directory(root, float(self.config.get("cleanup_budget", CLEANUP_BUDGET))):
                 self.retire = True  # the next job goes to a fresh worker instead
         self._clean_ipc()
 

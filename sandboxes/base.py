@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .inside import codec
+from .inside import codec, frames
 from .limits import Limits
 from .results import ExecResult, TestReport, TestResult
 from .testspec import TestSpec, parse_tests
@@ -42,6 +42,13 @@ TRACED_ERROR = "killed: the program made itself traced (ptrace), which the sandb
 def _short(text: str, limit: int = _SHORT) -> str:
     text = str(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _compare(item: dict[str, Any]) -> tuple[object, object, bool]:
+    """Decode both sides of a ``compare`` verdict and compare them (plain data)."""
+    left = codec.decode(item.get("left"))
+    right = codec.decode(item.get("right"))
+    return left, right, bool(left == right)
 
 
 def _signal_name(code: int) -> str:
@@ -170,19 +177,24 @@ class Sandbox:
 
     def _call(self, job: dict[str, Any], wait: float) -> dict[str, Any]:
         """Run ``job`` on a worker; a broken worker becomes a ``sandbox_error`` reply."""
-        try:
-            w = self._acquire()
-        except (WorkerError, SandboxUnavailable, OSError) as e:
-            return {"status": "sandbox_error", "error": f"could not start a sandbox: {e}"}
-        try:
-            reply = w.request(job, wait)
-            self._after_reply(w, reply)
-            return reply
-        except WorkerError as e:
-            w.alive = False
-            return {"status": "sandbox_error", "error": f"the sandbox failed: {e}"}
-        finally:
-            self._release(w)
+        for _ in range(3):
+            try:
+                w = self._acquire()
+            except (WorkerError, SandboxUnavailable, OSError) as e:
+                return {"status": "sandbox_error", "error": f"could not start a sandbox: {e}"}
+            try:
+                reply = w.request(job, wait)
+                if reply.get("retire"):  # its cleanup went over budget: run on a fresh one
+                    w.alive = False
+                    continue
+                self._after_reply(w, reply)
+                return reply
+            except WorkerError as e:
+                w.alive = False
+                return {"status": "sandbox_error", "error": f"the sandbox failed: {e}"}
+            finally:
+                self._release(w)
+        return {"status": "sandbox_error", "error": "three sandbox workers in a row retired"}
 
     def _after_reply(self, w: Worker, reply: dict[str, Any]) -> None:
         """Backend hook (e.g. read the cgroup's OOM counter)."""
@@ -394,6 +406,9 @@ class Sandbox:
         if st == "timeout" and not isinstance(verdict, dict):
             err = "killed: the test run went over its time limit"
             return report("timeout", all_failed("timeout", err), err)
+        if not isinstance(verdict, dict) and reply.get("verdict_malformed"):
+            err = "the tests sent a malformed verdict (wrong shape or nested too deeply)"
+            return report("error", all_failed("crash", err), err)
         if not isinstance(verdict, dict):
             code = reply.get("judge_exit")
             how = f" ({_signal_name(code)})" if isinstance(code, int) and code < 0 else ""
@@ -428,9 +443,10 @@ class Sandbox:
         status = str(item.get("status", ""))
         if status == "compare":
             try:
-                left = codec.decode(item.get("left"))
-                right = codec.decode(item.get("right"))
-                same = bool(left == right)
+                try:
+                    left, right, same = _compare(item)
+                except RecursionError:  # the caller's stack is deep: again on a fresh one
+                    left, right, same = frames._on_fresh_stack(_compare, item)
             except (ValueError, RecursionError, TypeError) as e:
                 return TestResult(name, False, "error", _short(f"malformed result: {e}"))
             if same:

@@ -30,7 +30,7 @@ from typing import Any
 from . import seccomp
 from .base import Sandbox, SandboxUnavailable
 from .image import image_name
-from .limits import Limits
+from .limits import Limits, cleanup_budget
 from .rootfs import python_manifest
 from .worker import Worker, WorkerError, zygote_argv
 
@@ -201,12 +201,18 @@ class DockerSandbox(Sandbox):
         mem = (int(lim.memory_mb) << 20) * 2 + (int(lim.tmp_mb) << 20) + _EXTRA_MEMORY
         config = {
             "tmp_root": "/tmp",
+            "cleanup_budget": cleanup_budget(),
             "env": self._manifest.env(),
             "clean_ipc": True,
             "extra_clean": ["/dev/shm"],
             "cpu": cpu,
             "seccomp": seccomp.zygote_filter(),  # on top of Docker's default profile
             "session_per_run": False,  # the container's own cpu cgroup: no autogroups
+            # the container's own cgroup (v2, v1): its OOM-kill counter, read by the zygote
+            "oom_events": [
+                "/sys/fs/cgroup/memory.events",
+                "/sys/fs/cgroup/memory/memory.oom_control",
+            ],
         }
         host_config = client.api.create_host_config(
             network_mode="none",
@@ -253,6 +259,22 @@ class DockerSandbox(Sandbox):
         return w
 
     def _after_reply(self, w: Worker, reply: dict[str, Any]) -> None:
-        # A SIGKILL by the container's OOM killer shows as -9 with no MemoryError.
-        if reply.get("exit_code") == -9 and reply.get("status") is None and not reply.get("traced"):
+        # A SIGKILL by the container's OOM killer shows as -9 with no MemoryError; only the
+        # cgroup's OOM-kill counter tells it from any other SIGKILL (one the run sent itself).
+        if (
+            reply.get("exit_code") == -9
+            and reply.get("status") is None
+            and not reply.get("traced")
+            and _docker_oom(reply)
+        ):
             reply["cgroup_oom"] = True
+
+
+def _docker_oom(reply: dict[str, Any]) -> bool:
+    """The zygote saw the container's OOM-kill counter rise during the run.
+
+    >>> _docker_oom({"oom_kills": 1}), _docker_oom({"oom_kills": 0}), _docker_oom({})
+    (True, False, False)
+    """
+    kills = reply.get("oom_kills")
+    return type(kills) is int and kills > 0

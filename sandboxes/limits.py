@@ -100,3 +100,22 @@ class Limits:
         if procs:
             out["procs"] = int(self.max_procs)
         return out
+
+
+def cleanup_budget() -> float:
+    """Seconds a worker may spend removing a run's files before it retires (default 1).
+
+    ``FLEXMG_SANDBOX_CLEANUP_BUDGET`` overrides it (read when a worker starts); past
+    the budget the worker answers its next job "retire" and the host runs that job
+    on a fresh worker instead of making it wait.
+
+    >>> cleanup_budget() > 0
+    True
+    """
+    import os
+
+    try:
+        value = float(os.environ.get("FLEXMG_SANDBOX_CLEANUP_BUDGET", "1.0"))
+    except ValueError:
+        value = 1.0
+    return value if value > 0 else 1.0

@@ -34,7 +34,7 @@ from typing import Any
 from . import seccomp
 from .base import Sandbox, SandboxUnavailable
 from .cgroups import CgroupUnavailable, WorkerCgroup
-from .limits import Limits
+from .limits import Limits, cleanup_budget
 from .rootfs import Manifest, python_manifest
 from .worker import PipeWorker, Worker, zygote_argv
 
@@ -219,7 +219,12 @@ class LocalSandbox(Sandbox):
         self._use_cgroup = True
 
     def _config(self) -> dict[str, Any]:
-        return {"tmp_root": "/tmp", "env": self._manifest.env(), "clean_ipc": True}
+        return {
+            "tmp_root": "/tmp",
+            "env": self._manifest.env(),
+            "clean_ipc": True,
+            "cleanup_budget": cleanup_budget(),
+        }
 
     def _rlimits(self, limits: Limits) -> dict[str, int]:
         return limits.rlimits(procs=os.geteuid() != 0 and not self._use_cgroup)

@@ -4,7 +4,10 @@ The filter is a classic BPF program. The local backend hands it to bubblewrap
 (``--seccomp FD``), which installs it before it starts the zygote; the docker
 and unsafe backends pass it to the zygote (:func:`zygote_filter`), which
 installs it before it starts anything. Every process of a worker runs under it.
-Denied calls fail with ``EPERM``; everything else is allowed.
+Denied calls fail with ``EPERM``; everything else is allowed, except sockets of
+families other than unix and IP (``EAFNOSUPPORT``), ``clone`` with
+``CLONE_PARENT`` (``EPERM``) and ``clone3`` (``ENOSYS``: the C library falls back
+to ``clone``, whose flags the filter can read).
 Calls of another architecture's ABI (e.g. 32-bit ``int 0x80`` calls on x86-64)
 and x32 calls kill the process, since the numbers below would not apply to them.
 
@@ -25,6 +28,10 @@ What is denied, and why (see :data:`DENIED`):
   worker's long-lived processes;
 * reaching into other processes' files and memory: ``pidfd_getfd``,
   ``process_madvise``;
+* per-user kernel quotas shared with the host's processes of the same uid (and
+  other sandboxes): ``inotify_init``/``inotify_init1``/``inotify_add_watch`` (128
+  instances per uid by default: a run holding them all made ``inotify_init1``
+  fail for every other process of its uid);
 * administration calls that need capabilities the sandbox does not have anyway
   (modules, kexec, reboot, swap, accounting, quotas, handles, fanotify, syslog).
 
@@ -108,6 +115,9 @@ _NUMBERS: dict[str, tuple[int | None, int | None]] = {
     "process_madvise": (440, 440),
     "migrate_pages": (256, 238),
     "move_pages": (279, 239),
+    "inotify_init": (253, None),
+    "inotify_init1": (294, 26),
+    "inotify_add_watch": (254, 27),
     "iopl": (172, None),
     "ioperm": (173, None),
 }
@@ -124,6 +134,23 @@ _SELF_ONLY: dict[str, tuple[tuple[int | None, int | None], tuple[int, ...]]] = {
 }
 SELF_ONLY: tuple[str, ...] = tuple(_SELF_ONLY)
 
+# Socket families a run may create (socket and socketpair): unix sockets (pipes
+# between its own processes) and IP (the sandbox has no network: a loopback of its
+# own at most). The others reach state outside the sandbox's network namespace:
+# AF_VSOCK shares the host's port space, netlink families (audit, uevents) and
+# AF_PACKET, AF_ALG, AF_KEY, ... are kernel surface a solution never needs.
+SOCKET_FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6
+_SOCKET_CALLS = {"socket": (41, 198), "socketpair": (53, 199)}
+_EAFNOSUPPORT = 97
+# clone() with CLONE_PARENT would make a run's child a child of the run's parent
+# (the fork server), passing it off as one of the sandbox's own: refused.
+# clone3() takes its flags in memory, out of the filter's reach: ENOSYS, so the C
+# library falls back to clone() (as it does on kernels older than 5.3).
+CLONE_PARENT = 0x00008000
+_CLONE = (56, 220)
+_CLONE3 = (435, 435)
+_ENOSYS = 38
+
 _ARCHES = {  # machine -> (AUDIT_ARCH_*, column in _NUMBERS)
     "x86_64": (0xC000003E, 0),
     "aarch64": (0xC00000B7, 1),
@@ -134,6 +161,7 @@ _X32_SYSCALL_BIT = 0x40000000
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
 _JGE_K = 0x35
+_JSET_K = 0x45
 _RET_K = 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
@@ -209,6 +237,27 @@ def _self_only_block(args: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
     return out
 
 
+def _family_block() -> list[tuple[int, int, int, int]]:
+    """Allow the call when argument 0 (an ``int`` family) is in :data:`SOCKET_FAMILIES`."""
+    n = len(SOCKET_FAMILIES)
+    out = [(_LD_W_ABS, 0, 0, _arg_word(0))]
+    for i, family in enumerate(SOCKET_FAMILIES):
+        out.append((_JEQ_K, n - i, 0, family))  # past the deny return, to the allow one
+    out.append((_RET_K, 0, 0, _RET_ERRNO | _EAFNOSUPPORT))
+    out.append((_RET_K, 0, 0, _RET_ALLOW))
+    return out
+
+
+def _clone_block() -> list[tuple[int, int, int, int]]:
+    """Deny ``clone`` when argument 0 (its flags) has CLONE_PARENT set."""
+    return [
+        (_LD_W_ABS, 0, 0, _arg_word(0)),
+        (_JSET_K, 1, 0, CLONE_PARENT),
+        (_RET_K, 0, 0, _RET_ALLOW),
+        (_RET_K, 0, 0, _RET_ERRNO | _EPERM),
+    ]
+
+
 def build_filter(machine: str | None = None) -> bytes:
     """The BPF program (``struct sock_filter[]`` bytes) for ``machine`` (default: this one).
 
@@ -232,6 +281,9 @@ def build_filter(machine: str | None = None) -> bytes:
         for nrs, args in _SELF_ONLY.values()
         if nrs[column] is not None
     ]
+    blocks += [(nrs[column], _family_block()) for nrs in _SOCKET_CALLS.values()]
+    blocks.append((_CLONE[column], _clone_block()))
+    blocks.append((_CLONE3[column], [(_RET_K, 0, 0, _RET_ERRNO | _ENOSYS)]))
     prog = [
         (_LD_W_ABS, 0, 0, _OFFSET_ARCH),
         (_JEQ_K, 1, 0, audit_arch),

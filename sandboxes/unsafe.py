@@ -27,7 +27,7 @@ from . import seccomp
 from .base import Sandbox
 from .cgroups import CgroupUnavailable, WorkerCgroup
 from .inside.cleanup import empty_directory
-from .limits import Limits
+from .limits import Limits, cleanup_budget
 from .local import CgroupWorker
 from .rootfs import python_manifest
 from .worker import Worker, zygote_argv
@@ -86,6 +86,7 @@ class UnsafeSandbox(Sandbox):
             cgroup = None
         config = {
             "tmp_root": tmp,
+            "cleanup_budget": cleanup_budget(),
             "env": {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": tmp, "TMPDIR": tmp},
             "clean_ipc": False,
             "cpu": cpu,
@@ -106,7 +107,7 @@ class UnsafeSandbox(Sandbox):
         me = os.getpid()
         for pid, d in self._dirs:
             if pid == me:  # never a directory of the process we were forked from
-                empty_directory(d)  # any depth a run left (no recursion)
+                empty_directory(d, budget=60.0)  # any depth a run left (no recursion)
                 with contextlib.suppress(OSError):
                     os.rmdir(d)
         self._dirs = [(pid, d) for pid, d in self._dirs if pid != me]

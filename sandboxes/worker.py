@@ -115,6 +115,8 @@ class Worker(ABC):
         if reply.get("id") != self._next_id:
             self.alive = False
             raise WorkerError("the sandbox answered out of order (protocol error)")
+        if reply.get("retire"):  # it did not run the job and has exited: start a fresh one
+            self.alive = False
         return reply
 
 

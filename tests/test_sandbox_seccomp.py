@@ -24,8 +24,8 @@ def run_bpf(program: bytes, nr: int, arch: int, args: tuple[int, ...] = ()) -> i
         code, jt, jf, k = insns[pc]
         if code == 0x20:  # ld [k]
             acc, pc = data[k], pc + 1
-        elif code in (0x15, 0x35):  # jeq / jge #k
-            hit = acc == k if code == 0x15 else acc >= k
+        elif code in (0x15, 0x35, 0x45):  # jeq / jge / jset #k
+            hit = acc == k if code == 0x15 else acc >= k if code == 0x35 else bool(acc & k)
             pc += 1 + (jt if hit else jf)
         elif code == 0x06:  # ret #k
             return k
@@ -40,11 +40,22 @@ def test_filter_verdicts(machine: str) -> None:
     denied = {n[column] for n in seccomp._NUMBERS.values() if n[column] is not None}
     for nr in denied:
         assert run_bpf(program, nr, ARCH[machine]) == EPERM, nr
-    for nr in set(range(0, 460)) - denied:  # read, write, clone, getpid, pidfd_open, ...
+    socket_calls = {nrs[column] for nrs in seccomp._SOCKET_CALLS.values()}
+    clone, clone3 = seccomp._CLONE[column], seccomp._CLONE3[column]
+    for nr in set(range(0, 460)) - denied - socket_calls - {clone3}:  # read, clone, getpid, ...
         assert run_bpf(program, nr, ARCH[machine]) == ALLOW, nr  # all arguments 0
+    arch = ARCH[machine]
+    for nr in socket_calls:
+        for family in (1, 2, 10):  # AF_UNIX, AF_INET, AF_INET6
+            assert run_bpf(program, nr, arch, (family, 1, 0)) == ALLOW, (nr, family)
+        for family in (0, 16, 17, 38, 40, 42, 1 << 32 | 40):  # netlink, packet, alg, vsock, ...
+            assert run_bpf(program, nr, arch, (family, 1, 0)) == 0x00050000 | 97, (nr, family)
+    assert run_bpf(program, clone, arch, (0x01200011,)) == ALLOW  # fork()'s flags
+    assert run_bpf(program, clone, arch, (0x00008000 | 17,)) == EPERM  # CLONE_PARENT
+    assert run_bpf(program, clone3, arch, (0x7FFF_0000_1000, 88)) == 0x00050000 | 38
     self_only = {name: nrs[column] for name, (nrs, _) in seccomp._SELF_ONLY.items()}
     prlimit, affinity = self_only["prlimit64"], self_only["sched_setaffinity"]
-    arch, other_pid, limit_ptr = ARCH[machine], 4242, 0x7FFF_0000_1000
+    other_pid, limit_ptr = 4242, 0x7FFF_0000_1000
     assert run_bpf(program, prlimit, arch, (0, 7, limit_ptr, 0)) == ALLOW  # setrlimit on me
     assert run_bpf(program, prlimit, arch, (other_pid, 7, 0, limit_ptr)) == ALLOW  # a read
     assert run_bpf(program, prlimit, arch, (other_pid, 7, limit_ptr, 0)) == EPERM

@@ -39,69 +39,84 @@ def _open_dir(name: str, dir_fd: int | None = None) -> int | None:
         return None
 
 
-def empty_directory(root: str, max_steps: int = 10_000_000) -> None:
-    """Remove everything under ``root``; never raises, never recurses.
+def empty_directory(root: str, budget: float = 2.0) -> bool:
+    """Remove everything under ``root``; True when done, False past ``budget`` seconds.
 
-    A depth-first walk that holds one descriptor at a time: it goes down into a
-    subdirectory by name and back up through ``..``, so a 3,000-level chain
-    costs no recursion, no long paths and no descriptor per level (a run's
-    processes are all gone by then, so nothing moves under it). Modes a run set
-    (``chmod 0``) are undone; a directory that still cannot be emptied or
-    removed is left in place and skipped.
+    Never raises, never recurses, and costs time linear in the tree: each
+    directory is listed once (its files removed then, its subdirectories kept
+    in a list), so a run that leaves 20,000 empty siblings costs 20,000
+    removals, not a re-listing of the parent after each. The walk holds one
+    descriptor at a time: down into a subdirectory by name and back up through
+    ``..``, so a 3,000-level chain costs no recursion, no long paths and no
+    descriptor per level (a run's processes are all gone by then, so nothing
+    moves under it). Modes a run set (``chmod 0``) are undone; a directory that
+    still cannot be emptied or removed is left in place. Past ``budget`` the
+    walk stops: the caller retires the worker instead of making the next run wait.
     """
+    deadline = time.monotonic() + budget
     cur = _open_dir(root)
     if cur is None:
-        return
-    path: list[str] = []  # names from root down to ``cur``
-    stuck: set[tuple[int, int]] = set()  # (device, inode) of directories left in place
+        return True
+    # One entry per level from root down to ``cur``: (name of ``cur`` in its parent,
+    # the subdirectories of ``cur`` still to visit).
     try:
-        for _ in range(max_steps):
-            down = None
-            for name, is_dir in _entries(cur):
-                if not is_dir:
-                    try:
-                        os.unlink(name, dir_fd=cur)
-                    except OSError:
-                        pass
-                    continue
-                try:
-                    st = os.stat(name, dir_fd=cur, follow_symlinks=False)
-                except OSError:
-                    continue
-                if (st.st_dev, st.st_ino) not in stuck:
-                    down = name
-                    break
-            if down is not None:
+        top = _list_and_unlink(cur, deadline)
+    except TimeoutError:
+        os.close(cur)
+        return False
+    stack: list[tuple[str, list[str]]] = [("", top)]
+    steps = 0
+    try:
+        while True:
+            steps += 1
+            if steps & 255 == 0 and time.monotonic() > deadline:
+                return False
+            _, todo = stack[-1]
+            if todo:
+                down = todo.pop()
                 _unlock(cur, down)
                 child = _open_dir(down, cur)
                 if child is None:
-                    st = os.stat(down, dir_fd=cur, follow_symlinks=False)
-                    stuck.add((st.st_dev, st.st_ino))
-                    continue
+                    continue  # left in place
                 os.close(cur)
                 cur = child
-                path.append(down)
+                stack.append((down, _list_and_unlink(cur, deadline)))
                 continue
-            if not path:  # back at the root, and nothing left to go into
-                return
+            if len(stack) == 1:  # back at the root, and nothing left to go into
+                return time.monotonic() <= deadline
             parent = _open_dir("..", cur)
             if parent is None:
-                return
+                return False
             os.close(cur)
             cur = parent
-            name = path.pop()
+            name, _ = stack.pop()
             try:
                 os.rmdir(name, dir_fd=cur)
             except OSError:
-                try:
-                    st = os.stat(name, dir_fd=cur, follow_symlinks=False)
-                    stuck.add((st.st_dev, st.st_ino))
-                except OSError:
-                    pass
+                pass
     except BaseException:
-        return
+        return False
     finally:
         os.close(cur)
+
+
+def _list_and_unlink(dir_fd: int, deadline: float) -> list[str]:
+    """Remove the non-directories of the open directory ``dir_fd``; its subdirectories.
+
+    Stops unlinking past ``deadline`` (a directory of a million files is bounded too).
+    """
+    subdirs = []
+    for i, (name, is_dir) in enumerate(_entries(dir_fd)):
+        if is_dir:
+            subdirs.append(name)
+            continue
+        if i & 255 == 255 and time.monotonic() > deadline:
+            raise TimeoutError
+        try:
+            os.unlink(name, dir_fd=dir_fd)
+        except OSError:
+            pass
+    return subdirs
 
 
 def _has_live_thread(pid: int) -> bool:

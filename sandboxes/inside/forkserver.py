@@ -10,6 +10,7 @@ import struct
 
 from .judge import judge_main, judge_server_main
 from .procs import (
+    _CATCHABLE,
     PR_SET_DUMPABLE,
     WARM_MODULES,
     _new_group,
@@ -27,14 +28,17 @@ from .runner import runner_main
 def forkserver_main(config: dict) -> None:
     """fd 3: a unix socket from the zygote; each message (role, fds) -> one fresh child.
 
-    Signal dispositions are reset here once (children inherit them), so a child
-    only has to undo the SIGCHLD handler. Ignoring signals would not protect the
-    fork server (a run can always SIGKILL or SIGSTOP it, being the same uid): the
+    The fork server blocks every catchable signal but SIGCHLD (a run can send it
+    any); each child unblocks them, with the default dispositions. A run can still SIGKILL or SIGSTOP it: the
     zygote resumes a stopped fork server and replaces a dead one between runs.
     """
     _prctl(PR_SET_DUMPABLE, 0)
     _set_name("forkserver")
+    # A run can send the fork server any signal (same uid): they are all blocked but
+    # SIGCHLD (blocked, not ignored: a child then needs one call to undo it, not one
+    # per signal, and its pending set starts empty).
     _reset_signals()
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(_CATCHABLE) - {signal.SIGCHLD})
     record_base_limits()
     sock = socket.socket(fileno=3)
     os.chdir("/")
@@ -101,6 +105,7 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
     if not msg:
         os._exit(0)
     records, at = [], 0
+    pidfds: list[int] = []
     for item in msg.decode().split(","):
         role, n = item.split(":")
         mine = fds[at : at + int(n)]
@@ -109,7 +114,10 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
         if child == 0:
             try:
                 signal.set_wakeup_fd(-1)
+                for fd in pidfds:  # its elder siblings'
+                    os.close(fd)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_SETMASK, [])
                 _set_name(role)
                 sock.close()
                 _new_group(role, config)
@@ -119,10 +127,20 @@ def _forkserver_spawn(sock: socket.socket, config: dict) -> None:
                 )
             finally:
                 os._exit(127)
-        records.append(struct.pack(">cii", b"S", child, 0))
+        try:  # taken before any run can reach the child: the zygote's proof of identity
+            pidfds.append(os.pidfd_open(child))
+            records.append(struct.pack(">cii", b"S", child, 1))
+        except (AttributeError, OSError):
+            records.append(struct.pack(">cii", b"S", child, 0))
     for fd in fds:
         os.close(fd)
     try:
-        sock.sendall(b"".join(records))
+        if pidfds:
+            socket.send_fds(sock, [b"".join(records)], pidfds)
+        else:
+            sock.sendall(b"".join(records))
     except OSError:
         os._exit(0)
+    finally:
+        for fd in pidfds:
+            os.close(fd)

@@ -17,8 +17,70 @@ def dump_frame(obj: object) -> bytes:
     return struct.pack(">I", len(data)) + data
 
 
+MAX_DEPTH = 256  # containers in containers: the codec's limit and a frame's own keys
+
+
 def parse_frame_body(data: bytes) -> object:
-    return json.loads(data.decode("ascii"))
+    """A frame's JSON body -> its value; ``ValueError`` when malformed or nested too deeply.
+
+    The result does not depend on the caller's stack: JSON nested beyond what
+    the caller's remaining recursion allows is parsed again on a fresh stack,
+    and anything nested more than :data:`MAX_DEPTH` deep is rejected.
+
+    >>> parse_frame_body(b'[' * 300 + b']' * 300)
+    Traceback (most recent call last):
+    ...
+    ValueError: frame nested more than 256 deep
+    """
+    text = data.decode("ascii")  # UnicodeDecodeError is a ValueError
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        obj = _on_fresh_stack(json.loads, text)
+    # fewer brackets than the limit cannot nest past it (most frames: no walk at all)
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH and _too_deep(obj, MAX_DEPTH):
+        raise ValueError(f"frame nested more than {MAX_DEPTH} deep")
+    return obj
+
+
+def _on_fresh_stack(fn, arg):  # type: ignore[no-untyped-def]
+    """``fn(arg)`` in a new thread (a fresh recursion count); RecursionError -> ValueError."""
+    import threading
+
+    out: list = []
+
+    def target() -> None:
+        try:
+            out.append((True, fn(arg)))
+        except BaseException as e:  # noqa: BLE001 - handed back to the caller below
+            out.append((False, e))
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    ok, value = out[0] if out else (False, ValueError("could not parse the frame"))
+    if ok:
+        return value
+    if isinstance(value, RecursionError):
+        raise ValueError("frame nested too deeply") from None
+    raise value
+
+
+def _too_deep(obj: object, limit: int) -> bool:
+    """True when lists and dicts in ``obj`` nest more than ``limit`` deep (no recursion)."""
+    stack = [(obj, 0)]
+    while stack:
+        o, depth = stack.pop()
+        if type(o) is list:
+            items = o
+        elif type(o) is dict:
+            items = list(o.values())
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((x, depth + 1) for x in items if type(x) in (list, dict))
+    return False
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -200,6 +200,14 @@ class Judge:
             raise _TestTimeout() from None
         except (OSError, ValueError):
             reply = None
+        if (
+            isinstance(reply, dict)
+            and reply.get("loaded") is not None
+            and not _load_frame_ok(reply)
+        ):
+            self._kill_runner()
+            self.load_error = "the solution process sent a malformed load frame"
+            raise _RunnerDied(self.load_error)
         if not isinstance(reply, dict) or not reply.get("loaded"):
             self._kill_runner()
             if isinstance(reply, dict) and "load_error" in reply:
@@ -345,6 +353,24 @@ class Judge:
             return {"status": "error", "message": _exc_line(e)}
         except BaseException as e:
             return {"status": "error", "message": _exc_line(e)}
+
+
+def _load_frame_ok(frame: dict) -> bool:
+    """The runner's load frame has the shape the judge uses (it is the solution's to forge).
+
+    >>> _load_frame_ok({"loaded": True, "functions": ["f"], "modules": {"m": "math"}})
+    True
+    >>> _load_frame_ok({"loaded": 1, "functions": 5})
+    False
+    """
+    functions, modules = frame.get("functions"), frame.get("modules", {})
+    return (
+        frame.get("loaded") is True
+        and type(functions) is list
+        and all(type(f) is str for f in functions)
+        and type(modules) is dict
+        and all(type(v) is str for v in modules.values())
+    )
 
 
 def _shadows_builtin(name: object) -> bool:

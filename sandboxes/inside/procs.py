@@ -140,6 +140,24 @@ def _reset_signals() -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
+def _ignore_signals() -> None:
+    """Ignore every catchable signal but SIGCHLD (for the sandbox's long-lived processes).
+
+    A run has the same uid as the zygote, the fork server and the judge server,
+    so it can send them any signal: each of them sets its dispositions on start,
+    before it serves anything, and only SIGKILL and SIGSTOP remain (the zygote
+    checks for those between runs). Python's own SIGINT handler
+    (``KeyboardInterrupt``) is replaced too.
+    """
+    for sig in _CATCHABLE:
+        if sig == signal.SIGCHLD:
+            continue
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (OSError, ValueError, RuntimeError):
+            pass
+
+
 def _rebind_stdio() -> None:
     sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
     sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
@@ -233,6 +251,30 @@ def _dying(flags: int, status: bytes) -> bool:
                     return True
             except ValueError:
                 return True  # unreadable: not to be trusted with a run
+    return False
+
+
+def _signalled(status: bytes) -> bool:
+    r"""True when a signal other than SIGCONT waits for the process (``/proc/PID/status``).
+
+    An idle runner or judge has nothing to receive: a run that stopped it and
+    queued a fatal signal (SIGQUIT, SIGSEGV) would have it die once resumed,
+    while loading the next run's code. Such a process is discarded.
+
+    >>> _signalled(b"SigPnd:\t0000000000000000\nShdPnd:\t0000000000020000\n")  # SIGCONT
+    False
+    >>> _signalled(b"SigPnd:\t0000000000000000\nShdPnd:\t0000000000000004\n")  # SIGQUIT
+    True
+    """
+    allowed = 1 << (signal.SIGCONT - 1)
+    for line in status.splitlines():
+        key, _, value = line.partition(b":")
+        if key in (b"SigPnd", b"ShdPnd"):
+            try:
+                if int(value.strip(), 16) & ~allowed:
+                    return True
+            except ValueError:
+                return True
     return False
 
 

@@ -11,19 +11,33 @@ import sys
 import time
 
 from .cleanup import _has_live_thread, _pidfd, _wait_exits, empty_directory
-from .frames import MAX_FRAME, _frame_complete, parse_frame_body, read_frame, write_frame
+from .frames import (
+    MAX_DEPTH,
+    MAX_FRAME,
+    _frame_complete,
+    _too_deep,
+    parse_frame_body,
+    read_frame,
+    write_frame,
+)
 from .procs import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_DUMPABLE,
     _dying,
     _exc_line,
     _exec_python,
+    _ignore_signals,
     _prctl,
     _set_name,
+    _signalled,
     _status_exit_code,
     _wait_kind,
     install_seccomp,
 )
+
+# Seconds the between-run delete may take; past it the worker retires (its next job
+# is answered "retire" and the host runs that job on a fresh worker).
+CLEANUP_BUDGET = 1.0
 
 
 class Spare:
@@ -152,7 +166,7 @@ class Zygote:
         _prctl(PR_SET_DUMPABLE, 0)
         if not self.pid1:
             _prctl(PR_SET_CHILD_SUBREAPER, 1)
-        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        _ignore_signals()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
@@ -163,12 +177,22 @@ class Zygote:
         self.fs_pid: int | None = None
         self.fs_sock: socket.socket | None = None
         self.fs_buf = bytearray()
+        self.fs_fds: list[int] = []  # pidfds received, not yet matched with their records
+        # pidfds of the fork server's children that may be kept between runs (the idle
+        # runner and judge, the judge server), taken by the fork server before any run
+        # could reach them: the process itself, never one that reused its pid.
+        self.pidfds: dict[int, int] = {}
         self.fs_starts = 0
         self.spawned: list[int] = []
         self.spare: Spare | None = None
         self.server: dict | None = None  # the judge server: {"pid", "sock"}
         self.last_untrusted = False  # the last test job's tests were not trusted
         self.dirty = False  # a run's processes and files are still to be removed
+        self.retire = False  # the cleanup went over its budget: hand no more jobs here
+        self.proc_state = _read_proc_state("self")  # what every run starts from
+        probe = _pidfd(os.getpid())
+        self.pidfd_support = probe is not None
+        self._close(probe)
         self._start_forkserver()
 
     # ---- helpers
@@ -228,7 +252,10 @@ class Zygote:
         try:
             if not block and not select.select([self.fs_sock], [], [], 0)[0]:
                 return
-            chunk = self.fs_sock.recv(4096)
+            chunk, fds, _, _ = socket.recv_fds(self.fs_sock, 4096, 16)
+            for fd in fds:  # never into a process the zygote starts
+                os.set_inheritable(fd, False)
+            self.fs_fds.extend(fds)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -245,6 +272,9 @@ class Zygote:
                 self.exited.pop(pid, None)  # an earlier exit record was for an older process
                 self.traced.discard(pid)
                 self.spawned.append(pid)
+                self._close(self.pidfds.pop(pid, None))
+                if status == 1 and self.fs_fds:  # the fork server sent its pidfd along
+                    self.pidfds[pid] = self.fs_fds.pop(0)
             elif kind == b"T":
                 self.traced.add(pid)
             else:
@@ -290,10 +320,10 @@ class Zygote:
         if self.spare is not None:
             try:
                 self._spare_pids()
-                keep.update(self.spare.pids.values())
+                keep.update(p for p in self.spare.pids.values() if self._own(p))
             except OSError:
                 self._drop_spare()
-        if self.server is not None and self.server["pid"]:
+        if self.server is not None and self.server["pid"] and self._own(self.server["pid"]):
             keep.add(self.server["pid"])
         parent: dict[int, int] = {}
         live: set[int] = set()
@@ -361,7 +391,8 @@ class Zygote:
                 os.chmod(root, 0o1777 if self.pid1 else 0o700)
             except OSError:
                 pass
-            empty_directory(root)
+            if not empty_directory(root, float(self.config.get("cleanup_budget", CLEANUP_BUDGET))):
+                self.retire = True  # the next job goes to a fresh worker instead
         self._clean_ipc()
 
     def _clean_ipc(self) -> None:
@@ -481,7 +512,8 @@ class Zygote:
                 self.server["pid"] = pids["judge-server"]
 
     def _intact(self, pid: int | None) -> bool:
-        """``pid`` is alive, not stopped, not dying, and a child of the fork server.
+        """``pid`` is alive, not stopped, not dying, has no signal waiting, and a child of the
+        fork server.
 
         Called when no untrusted process exists. SIGCONT first: it resumes a
         stopped process and discards a stop signal still pending. A process a
@@ -489,7 +521,7 @@ class Zygote:
         host, for milliseconds): its state still reads running, so the pending
         SIGKILL and the exiting flag are checked too.
         """
-        if not pid:
+        if not pid or not self._own(pid):
             return False
         try:
             os.kill(pid, signal.SIGCONT)
@@ -504,6 +536,7 @@ class Zygote:
             fields[0] not in (b"T", b"t", b"Z", b"X")
             and int(fields[1]) == self.fs_pid
             and not _dying(int(fields[6]), status)
+            and not _signalled(status)
         )
 
     def _take_spare(self) -> Spare:
@@ -656,6 +689,7 @@ class Zygote:
         runner, judge = sp.runner, None
         stdin_data = b""
         si_w = sp.si_w
+        oom_before = self._oom_kills() if mode == "exec" else None
         t0 = time.monotonic()
         try:
             if mode == "tests":
@@ -667,11 +701,12 @@ class Zygote:
                 self._kill_pid(sp.judge)
                 sp.close("ji_w", "jo_r", "out_w", "err_w", "jo_w")
                 write_frame(sp.ci_w, runner_job)
-                self._close(sp.ci_w)
+                sp.close("ci_w")
                 keep = [sp.out_r, sp.err_r, sp.co_r]
                 if job.get("stdin") is not None:
+                    # the watch closes si_w once the input is written (closing it here
+                    # too closed whatever reused the number: a pidfd, the next pipes)
                     stdin_data = str(job["stdin"]).encode("utf-8", "surrogatepass")
-                    keep.append(si_w)
                 else:
                     self._close(si_w)
                     si_w = None
@@ -693,6 +728,9 @@ class Zygote:
         )
         for fd in keep:
             self._close(fd)
+        if oom_before is not None:
+            oom_after = self._oom_kills()
+            res["oom_kills"] = oom_after - oom_before if oom_after is not None else 0
         if self.server is not None and judge == self.server["pid"] and "verdict" not in res:
             self._drop_server()  # it may still be in the job: start a new one
         # The run's processes are killed and its files removed by serve() right
@@ -700,6 +738,80 @@ class Zygote:
         # before the next job is read.
         self.dirty = True
         return res
+
+    def _own(self, pid: int) -> bool:
+        """``pid`` is still the fork server's child the zygote was told about (its pidfd is
+        not readable): a process that took over the pid of a dead one is not.
+
+        Without pidfds (kernels before 5.3) the other checks stand alone.
+        """
+        fd = self.pidfds.get(pid)
+        if fd is None:
+            return not self.pidfd_support
+        try:
+            return not select.select([fd], [], [], 0)[0]
+        except (OSError, ValueError):
+            return False
+
+    def _prune_pidfds(self) -> None:
+        """Close the pidfds of processes that are no longer kept between runs."""
+        keep = set()
+        if self.spare is not None and self.spare.pids:
+            keep.update(self.spare.pids.values())
+        if self.server is not None and self.server["pid"]:
+            keep.add(self.server["pid"])
+        for pid in [p for p in self.pidfds if p not in keep]:
+            self._close(self.pidfds.pop(pid))
+
+    def _reset_proc_state(self) -> None:
+        """Undo what a run wrote to the long-lived processes' ``/proc/PID`` files.
+
+        A run has the uid of the zygote, the fork server and the judge server, so
+        it can write their ``oom_score_adj``, ``coredump_filter`` and their
+        session's ``autogroup`` nice; each is put back to the zygote's value at
+        start, also on the next run's idle runner and judge (forked while the run
+        went on), once the run's processes are gone, before the next job is read.
+        """
+        pids = ["self", self.fs_pid, self.server["pid"] if self.server else None]
+        if self.spare is not None and self.spare.pids:  # forked while the run went on
+            pids.extend(self.spare.pids.values())
+        for pid in pids:
+            if pid is None:
+                continue
+            for name, value in self.proc_state.items():
+                if name == "autogroup" and pid != "self":
+                    continue  # one per session: the zygote's is the one they share
+                try:
+                    fd = os.open(f"/proc/{pid}/{name}", os.O_WRONLY)
+                except OSError:
+                    continue
+                try:
+                    os.write(fd, value)
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
+
+    def _oom_kills(self) -> int | None:
+        """The worker's cgroup OOM-kill counter (``config["oom_events"]`` files), or None.
+
+        Read by the zygote, not the host: the host may not see the container's
+        cgroup (a remote or rootless daemon). A run cannot write the counter.
+        """
+        for path in self.config.get("oom_events") or ():
+            try:
+                with open(path, "rb") as f:
+                    text = f.read(4096)
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, _, value = line.partition(b" ")
+                if key == b"oom_kill":
+                    try:
+                        return int(value)
+                    except ValueError:
+                        return None
+        return None
 
     def _after_run(self) -> None:
         """Kill the run's processes, remove its files, check the judge server.
@@ -709,6 +821,8 @@ class Zygote:
         """
         self._kill_everything()
         self._clean_files()
+        self._reset_proc_state()
+        self._prune_pidfds()
         if self.server is not None and self.server["pid"] and not self._intact(self.server["pid"]):
             self._drop_server()
         if (
@@ -852,10 +966,14 @@ class Zygote:
             res["oom"] = b"M" in w.notes
         else:
             if _frame_complete(w.verdict):
-                try:
-                    res["verdict"] = parse_frame_body(bytes(w.verdict[4:]))
+                try:  # the tests' to forge when an agent wrote them: checked like any frame
+                    verdict = parse_frame_body(bytes(w.verdict[4:]))
+                    if not isinstance(verdict, dict) or _too_deep(verdict, MAX_DEPTH - 8):
+                        raise ValueError("malformed verdict")
+                    res["verdict"] = verdict
                 except ValueError:
                     res["verdict"] = None
+                    res["verdict_malformed"] = True
             st = self.exited.get(w.judge)
             if st is not None:
                 res["judge_exit"] = _status_exit_code(st)
@@ -877,17 +995,24 @@ class Zygote:
             # A process of the last run that the cleanup scan missed (seen under load:
             # a double fork's grandchild absent from the /proc listing for a moment)
             # is killed, and the files it may have written removed, before anything else.
-            if self._victims():
-                self._kill_everything()
-                self._clean_files()
-            if job.get("op") == "ping":
+            try:
+                if self._victims():
+                    self._kill_everything()
+                    self._clean_files()
                 self._reap()
-                reply = {"pong": True, "procs": self._census(), "fs_starts": self.fs_starts}
-            else:
-                self._reap()
-                if self.fs_pid is None:
+                if job.get("op") != "ping" and self.fs_pid is None:
                     self._drop_spare()
                     self._start_forkserver()
+            except BaseException:  # broken before the job started: not the job's failure
+                self.retire = True
+            if self.retire:  # the host runs this job on a fresh worker
+                try:
+                    write_frame(self.out, {"retire": True, "id": job.get("id")})
+                finally:
+                    os._exit(0)
+            if job.get("op") == "ping":
+                reply = {"pong": True, "procs": self._census(), "fs_starts": self.fs_starts}
+            else:
                 try:
                     reply = self.handle(job)
                 except BaseException as e:
@@ -918,6 +1043,21 @@ class Zygote:
                     self._request_spare()  # its pids are read when the next job comes
                 except OSError:
                     self.spare = None
+
+
+def _read_proc_state(pid: str) -> dict[str, bytes]:
+    """The per-process settings a run could change on a long-lived process, as written back."""
+    out = {}
+    for name in ("oom_score_adj", "coredump_filter", "autogroup"):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as f:
+                text = f.read(256).split()
+        except OSError:
+            continue
+        if text:  # autogroup reads "/autogroup-N nice K": its last word is the nice value
+            # coredump_filter reads as hex digits, written back with 0x (else octal)
+            out[name] = b"0x" + text[-1] if name == "coredump_filter" else text[-1]
+    return out
 
 
 def zygote_main(config: dict) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 try:
     from openenv.core.client_types import StepResult
-    from websockets.sync.client import ClientConnection, connect
+    from websockets.sync.client import ClientConnection, connect  # type: ignore[import-not-found, unused-ignore]
 except ImportError as err:  # pragma: no cover - exercised without the extra
     raise ImportError(
         "flexmg.integrations.openenv_client needs OpenEnv: pip install 'flexmg[openenv]'"

@@ -496,7 +496,7 @@ class RunConfig:
     """
 
     train: TrainConfig
-    algorithm: dict[str, str]
+    algorithm: dict[str, Any]
     roles: list[str]
     policy_config: PolicyConfig
     ppo_config: PPOConfig
@@ -523,7 +523,7 @@ class RunConfig:
         algorithm = data.get("algorithm") or {"name": train.algo, "critic": policy.critic}
         return cls(
             train=train,
-            algorithm={str(k): str(v) for k, v in algorithm.items()},
+            algorithm={str(k): v for k, v in algorithm.items()},
             roles=[str(r) for r in data["roles"]],
             policy_config=policy,
             ppo_config=PPOConfig.from_dict(data.get("ppo_config") or {}),

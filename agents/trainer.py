@@ -27,6 +27,7 @@ Example (CPU, a few seconds per update with the tiny model)::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -98,11 +99,17 @@ class Trainer:
         config: TrainConfig,
         _resume_state: dict[str, Any] | None = None,
         _resolved: tuple[PolicyConfig, PPOConfig] | None = None,
+        _algorithm: dict[str, Any] | None = None,
     ) -> None:
         from flexmg.agents.policy import TeamPolicy
 
         self.config = config
         self.algorithm: Algorithm = get_algorithm(config.algo)
+        if _algorithm is not None and self.algorithm.sequential:
+            # a run keeps its update order: runs saved before agent-by-agent updates
+            # existed (no "sequential" in config.json) resume with all agents stepping together
+            sequential = bool(_algorithm.get("sequential", False))
+            self.algorithm = dataclasses.replace(self.algorithm, sequential=sequential)
         if config.episodes_per_update % config.group_size:
             raise ValueError(
                 f"episodes_per_update={config.episodes_per_update} is not a multiple of "
@@ -160,7 +167,12 @@ class Trainer:
         state = load_checkpoint(ckpt)
         if state.get("format") != CKPT_FORMAT:
             raise CheckpointError(f"{ckpt}: unsupported checkpoint format {state.get('format')!r}")
-        return cls(train, _resume_state=state, _resolved=(saved.policy_config, saved.ppo_config))
+        return cls(
+            train,
+            _resume_state=state,
+            _resolved=(saved.policy_config, saved.ppo_config),
+            _algorithm=dict(saved.algorithm),
+        )
 
     def _load_state(self, state: dict[str, Any]) -> None:
         self.policy.load_trainable_state(state["policy"])
@@ -186,7 +198,11 @@ class Trainer:
         """The config written to ``config.json``."""
         return RunConfig(
             train=self.config,
-            algorithm={"name": self.algorithm.name, "critic": self.algorithm.critic},
+            algorithm={
+                "name": self.algorithm.name,
+                "critic": self.algorithm.critic,
+                "sequential": self.algorithm.sequential,
+            },
             roles=self.roles,
             policy_config=self.policy_config,
             ppo_config=self.ppo_config,

@@ -9,5 +9,5 @@ sandboxed test runner) the families use.
 Example:
     >>> from flexmg.envs.families import FAMILY_MODULES
     >>> [name.rsplit(".", 1)[-1] for name in FAMILY_MODULES]
-    ['math', 'code', 'relay']
+    ['math', 'code', 'relay', 'split', 'check', 'testfirst']
 """

@@ -25,9 +25,19 @@ SECTIONS = {"train": TrainConfig, "policy": PolicyConfig, "ppo": PPOConfig}
 CLI_OWN = {"--help", "-h", "--horizon", "--resume"}
 SHORTCUTS = {"--bf16": ("dtype", "bfloat16")}
 # flags added since: every env kwarg (--kw KEY=VALUE) and the dtype by name (--dtype)
-FLAGS_ADDED = {"--kw", "--dtype", "--role-temperature", "--role-max-new-tokens"}
+FLAGS_ADDED = {
+    "--kw",
+    "--dtype",
+    "--role-temperature",
+    "--role-max-new-tokens",
+    "--group-size",
+    "--lora-alpha",
+}
 # fields added since run_v1 was written: an old config reads them at these defaults
-FIELDS_ADDED = {"policy_config": {"role_temperature": {}, "role_max_new_tokens": {}}}
+FIELDS_ADDED = {
+    "policy_config": {"role_temperature": {}, "role_max_new_tokens": {}},
+    "train": {"group_size": 1},
+}
 OLD_RUN = Path(__file__).parent / "data" / "run_v1"
 
 # every flag `flexmg train` had before its flags were generated from the configs
@@ -118,7 +128,7 @@ def test_dicts_round_trip_and_unknown_keys_are_named(cls: type) -> None:
         (TrainConfig, {"episodes_per_update": 0}, "TrainConfig.episodes_per_update must be >= 1"),
         (TrainConfig, {"keep_checkpoints": -1}, "keep_checkpoints must be >= 0"),
         (TrainConfig, {"vectorization": "gpu"}, "must be one of 'sync', 'async', 'ray'"),
-        (TrainConfig, {"algo": "dqn"}, "TrainConfig.algo must be one of 'ippo', 'marft'"),
+        (TrainConfig, {"algo": "dqn"}, "TrainConfig.algo must be one of 'group', 'ippo', 'marft'"),
         (PolicyConfig, {"critic": "global"}, "PolicyConfig.critic must be one of"),
         (PolicyConfig, {"model": ""}, "PolicyConfig.model must be a non-empty str"),
         (PolicyConfig, {"lora_dropout": 1.0}, r"lora_dropout must be in \[0, 1\)"),

@@ -174,9 +174,7 @@ def test_a_run_folder_of_the_old_code_resumes_to_the_same_records(small_model, t
     assert RunConfig.from_dict(after) == RunConfig.from_dict(moved)
     added = {"role_temperature": {}, "role_max_new_tokens": {}}  # fields added since: defaults
     assert {k: v for k, v in after.items() if k != "train"} == {
-        k: ({**v, **added} if k == "policy_config" else v)
-        for k, v in moved.items()
-        if k != "train"
+        k: ({**v, **added} if k == "policy_config" else v) for k, v in moved.items() if k != "train"
     }
     expected = [json.loads(line) for line in (old / "uninterrupted_metrics.jsonl").open()]
     got = read_metrics(run)

@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=int, default=300, help="distinct test prompts")
     parser.add_argument("--phrasing-prompts", type=int, default=120)
     parser.add_argument("--samples", type=int, default=4, help="sampled episodes per prompt")
+    parser.add_argument("--start-only", action="store_true",
+                        help="only evaluate the start (cached in the run folder for later calls)")  # fmt: skip
     args = parser.parse_args(argv)
 
     import torch
@@ -54,11 +56,9 @@ def main(argv: list[str] | None = None) -> int:
 
     run = RunConfig.read(args.run_dir)
     ckpt = args.checkpoint or latest_checkpoint(args.run_dir / "checkpoints")
-    if ckpt is None:
+    if ckpt is None and not args.start_only:
         print(f"team_report: error: no checkpoint in {args.run_dir / 'checkpoints'}")
         return 2
-    state = load_checkpoint(ckpt)
-    update = int(state["counters"]["updates_done"])
     torch.manual_seed(0)
     policy = TeamPolicy(run.roles, run.policy_config)
     env, kwargs = run.train.env, dict(run.train.env_kwargs)
@@ -68,10 +68,22 @@ def main(argv: list[str] | None = None) -> int:
         sets["unseen phrasings"] = ({**kwargs, "tasks": {**tasks, "phrasing": "unseen"}},
                                     args.phrasing_prompts)  # fmt: skip
     t0 = time.monotonic()
-    start = {}
-    for name, (kw, n_prompts) in sets.items():
-        print(f"start ({name})", flush=True)
-        start[name] = _evaluate(policy, env, kw, n_prompts, args.samples)
+    key = f"{args.prompts}-{args.phrasing_prompts}-{args.samples}"
+    cache = args.run_dir / f"report_start_{key}.json"  # the start does not change: reuse it
+    if cache.is_file():
+        start = json.loads(cache.read_text())
+    else:
+        start = {}
+        for name, (kw, n_prompts) in sets.items():
+            print(f"start ({name})", flush=True)
+            start[name] = _evaluate(policy, env, kw, n_prompts, args.samples)
+        atomic_write_text(cache, json.dumps(start, default=str))
+    if args.start_only:
+        print(f"written: {cache}")
+        return 0
+    assert ckpt is not None
+    state = load_checkpoint(ckpt)
+    update = int(state["counters"]["updates_done"])
     policy.load_trainable_state(state["policy"])
     out: dict[str, Any] = {"run_dir": str(args.run_dir), "checkpoint": str(ckpt),
                            "update": update, "samples": args.samples}  # fmt: skip

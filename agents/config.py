@@ -361,7 +361,10 @@ class PPOConfig(Settings):
     )
     kl_coef: float = setting(0.0, "KL penalty to the base model (0: off)", flag="--kl-coef")
     lr_schedule: str = setting(
-        "linear", "constant, or linear (decay to 0 over the run)", choices=("constant", "linear")
+        "linear",
+        "constant, or linear (decay to 0 over the run)",
+        flag="--lr-schedule",
+        choices=("constant", "linear"),
     )
     normalize_advantages: bool = setting(True, "normalise advantages over the batch")
     truncation_penalty: float = setting(

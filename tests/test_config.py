@@ -32,6 +32,7 @@ FLAGS_ADDED = {
     "--role-max-new-tokens",
     "--group-size",
     "--lora-alpha",
+    "--lr-schedule",
 }
 # fields added since run_v1 was written: an old config reads them at these defaults
 FIELDS_ADDED = {

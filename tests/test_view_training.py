@@ -36,14 +36,23 @@ def test_a_ppo_updates_values_and_advantages_reach_the_page(tmp_path):
     vec = flexmg.make_vec("math-2agent", num_envs=4, split="train")
     turns: dict[int, list] = {}
 
-    def act(role, envs, observations):
-        batch = policy.act(role, observations, greedy=False)
+    last: dict[str, object] = {}
+
+    class Actor:  # one role's batched actor; it remembers what it generated
+        def __init__(self, role):
+            self.role = role
+
+        def act(self, observations):
+            last[self.role] = policy.act(self.role, list(observations), greedy=False)
+            return list(last[self.role].texts)
+
+    def on_step(role, envs, actions):
         for j, i in enumerate(envs):
-            turns.setdefault(i, []).append((role, batch, j))
-        return list(batch.texts)
+            turns.setdefault(i, []).append((role, last[role], j))
 
     try:
-        results = play_batch(vec, act, seed=0)
+        team = {role: Actor(role) for role in vec.possible_agents}
+        results = play_batch(vec, team, seed=0, on_step=on_step)
     finally:
         vec.close()
     batch = build_batch(results, [turns.get(i, []) for i in range(len(results))])

@@ -197,6 +197,41 @@ def test_a_run_with_transcripts_off_saves_none_and_trains_the_same(small_model, 
     assert records(run) == records(trained)  # saving transcripts changes nothing that trains
 
 
+def test_a_stopped_and_resumed_run_saves_the_same_transcripts(small_model, trained, tmp_path):
+    from flexmg.agents.trainer import Trainer
+
+    run = tmp_path / "part"
+    config = TrainConfig(  # what _train's flags say
+        env="echo",
+        updates=2,
+        eval_every=1,
+        episodes_per_update=4,
+        eval_episodes=6,
+        run_dir=str(run),
+        progress=False,
+        transcripts=3,
+        policy={"model": small_model, "max_new_tokens": 3, "device": "cpu"},
+    )
+    Trainer(config).run(stop_after=1)
+    Trainer.resume(run).run()
+
+    def saved(folder: Path) -> dict[str, list[dict[str, Any]]]:
+        out = {}
+        for path in sorted(folder.rglob(f"*{TRANSCRIPTS_SUFFIX}")):
+            records = list(read_transcripts(path))
+            for record in records:  # each turn's grading time is the only clock reading
+                record["transcript"] = [
+                    {k: v for k, v in t.items() if k != "time"} for t in record["transcript"]
+                ]
+            out[path.relative_to(folder).as_posix()] = records
+        return out
+
+    resumed = saved(run)
+    assert len(resumed) == 5 and resumed == {
+        k: v for k, v in saved(trained).items() if not k.startswith("evals/mine")
+    }
+
+
 def test_the_defaults_and_an_old_config_without_the_field():
     from flexmg.cli.eval import DEFAULT_TRANSCRIPTS
 

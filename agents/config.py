@@ -434,6 +434,13 @@ class TrainConfig(Settings):
         check=_at_least(0),
     )
     eval_seed: int = setting(0, "seed of the held-out eval episodes (the same set every time)")
+    transcripts: int = setting(
+        32,
+        "episodes whose transcripts each held-out eval (and the rollout before it) saves for "
+        "flexmg view (default 32; 0: none; docs/viewer.md)",
+        flag="--transcripts",
+        check=_at_least(0),
+    )
     env_kwargs: dict[str, Any] = setting(
         factory=dict,
         help="extra kwargs for flexmg.make, e.g. horizon=2 (--horizon N is short for it)",

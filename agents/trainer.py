@@ -50,6 +50,7 @@ from flexmg.agents.config import PolicyConfig, PPOConfig, RunConfig, RunConfigEr
 from flexmg.agents.evaluation import evaluate_episodes, write_eval_episodes
 from flexmg.agents.marft import Algorithm, get_algorithm
 from flexmg.agents.ppo import PPOLearner
+from flexmg.agents.run_transcripts import evaluate_saving_transcripts, save_rollout_transcripts
 from flexmg.agents.samples import RolloutBatch, collect_rollout
 from flexmg.evaluation import evaluation_record
 from flexmg.io import atomic_write_text, atomic_write_via, json_default
@@ -229,7 +230,7 @@ class Trainer:
             return {"success_rate": float("nan"), "episodes": 0}
         return evaluation_record(self.evaluate_episodes())
 
-    def evaluate_episodes(self) -> list[dict[str, Any]]:
+    def evaluate_episodes(self, on_batch: Any = None) -> list[dict[str, Any]]:
         """The metrics of each held-out episode :meth:`evaluate` summarizes."""
         return evaluate_episodes(
             self.policy,
@@ -238,6 +239,7 @@ class Trainer:
             seed=self.config.eval_seed,
             env_kwargs=self.config.env_kwargs,
             vectorization=self.config.vectorization,
+            on_batch=on_batch,
         )
 
     def train_step(self, vec: VectorEnv, update: int) -> tuple[RolloutBatch, dict[str, float]]:
@@ -304,6 +306,7 @@ class Trainer:
                 t0 = time.monotonic()
                 batch, stats = self.train_step(vec, self.updates_done)
                 self.updates_done += 1
+                save_rollout_transcripts(self, self.updates_done, batch)
                 record = {
                     "kind": "train",
                     "update": self.updates_done,
@@ -358,7 +361,7 @@ class Trainer:
         if self.config.eval_episodes == 0:
             result = self.evaluate()
         else:
-            episodes = self.evaluate_episodes()
+            episodes = evaluate_saving_transcripts(self, update)
             write_eval_episodes(self.run_dir, update, episodes)
             result = evaluation_record(episodes)
         result = {"kind": "eval", "update": update, **result, "seconds": time.monotonic() - t0}

@@ -146,7 +146,7 @@ def flexmg_side(budget: Budget, algo: str, workdir: Path) -> dict[str, Any]:
             "steps": steps}  # fmt: skip
 
 
-def trl_side(budget: Budget, workdir: Path, loss_type: str | None) -> dict[str, Any]:
+def trl_side(budget: Budget, workdir: Path, overrides: dict[str, Any]) -> dict[str, Any]:
     """``GRPOTrainer.train()`` for ``--steps`` steps with timers around generation and scoring."""
     import torch
     from datasets import Dataset
@@ -158,7 +158,6 @@ def trl_side(budget: Budget, workdir: Path, loss_type: str | None) -> dict[str, 
     model, tokenizer = load(budget)
     chat = bool(getattr(tokenizer, "chat_template", None))
     reward = env_reward(budget)
-    overrides = {"loss_type": loss_type} if loss_type else {}
     trainer = GRPOTrainer(
         model=model, processing_class=tokenizer, reward_funcs=reward,
         args=grpo_config(budget, workdir / "trl-run", **overrides),
@@ -207,10 +206,11 @@ def trl_side(budget: Budget, workdir: Path, loss_type: str | None) -> dict[str, 
     for row, r in zip(steps, rewards):
         row["reward"] = r
     return {"side": "trl", "loss_type": trainer.loss_type, "load_s": load_s,
+            "gradient_checkpointing": bool(trainer.args.gradient_checkpointing),
             "rss_after_load_mb": rss_loaded, "steps": steps}  # fmt: skip
 
 
-def child(side: str, budget: Budget, algo: str, loss_type: str | None, threads: int) -> dict:
+def child(side: str, budget: Budget, algo: str, trl: dict[str, Any], threads: int) -> dict:
     """One side in this process: its figures and this process's peak memory."""
     import torch
 
@@ -221,7 +221,7 @@ def child(side: str, budget: Budget, algo: str, loss_type: str | None, threads: 
         if side == "flexmg":
             result = flexmg_side(budget, algo, Path(tmp))
         else:
-            result = trl_side(budget, Path(tmp), loss_type)
+            result = trl_side(budget, Path(tmp), trl)
     result["peak_rss_mb"] = peak_rss_mb()
     gpu = peak_gpu_mb()
     if gpu is not None:
@@ -230,10 +230,10 @@ def child(side: str, budget: Budget, algo: str, loss_type: str | None, threads: 
     return result
 
 
-def run_child(side: str, budget: Budget, algo: str, loss_type: str | None, threads: int) -> dict:
+def run_child(side: str, budget: Budget, algo: str, trl: dict[str, Any], threads: int) -> dict:
     """Run :func:`child` in a fresh Python process; its result (the last line it prints)."""
     spec = json.dumps({"side": side, "budget": budget.to_dict(), "algo": algo,
-                       "loss_type": loss_type, "threads": threads})  # fmt: skip
+                       "trl": trl, "threads": threads})  # fmt: skip
     env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "TOKENIZERS_PARALLELISM": "false"}
     proc = subprocess.run([sys.executable, __file__, "--child", spec], capture_output=True,
                           text=True, env=env)  # fmt: skip
@@ -285,7 +285,8 @@ def format_report(summary: dict[str, Any]) -> str:
     lines = [
         f"{b['model']} on {summary['device']}: {b['prompts']} prompts x {b['samples']} samples, "
         f"<= {b['max_new_tokens']} new tokens, {summary['steps_measured']} measured step(s) of "
-        f"{b['steps']}; flexmg --algo {summary['algo']}, TRL loss {summary['trl_loss_type']}; "
+        f"{b['steps']}; flexmg --algo {summary['algo']}; TRL loss {summary['trl_loss_type']}, "
+        f"gradient checkpointing {'on' if summary['trl_gradient_checkpointing'] else 'off'}; "
         f"same prompts: {summary['same_prompts']}",
         f"{'figure':<24}{'flexmg':>12}{'TRL':>12}{'flexmg/TRL':>12}",
     ]
@@ -305,10 +306,10 @@ def format_report(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def compare(budget: Budget, algo: str = "marft", loss_type: str | None = None,
+def compare(budget: Budget, algo: str = "marft", trl: dict[str, Any] | None = None,
             threads: int = 0, skip_first: bool = False) -> dict[str, Any]:  # fmt: skip
     """Both sides, one after the other, each in a fresh process; the summary with ratios."""
-    raw = {side: run_child(side, budget, algo, loss_type, threads) for side in SIDES}
+    raw = {side: run_child(side, budget, algo, dict(trl or {}), threads) for side in SIDES}
     sums = {side: summarize(raw[side], skip_first) for side in SIDES}
     same = [s["prompt_seeds"] for s in raw["flexmg"]["steps"]] == [
         s["prompt_seeds"] for s in raw["trl"]["steps"]
@@ -317,11 +318,22 @@ def compare(budget: Budget, algo: str = "marft", loss_type: str | None = None,
     return {
         "budget": budget.to_dict(), "device": budget.device, "algo": algo,
         "trl_loss_type": raw["trl"].get("loss_type"),
+        "trl_gradient_checkpointing": raw["trl"].get("gradient_checkpointing"),
         "same_prompts": same and [s["prompt_seeds"] for s in raw["trl"]["steps"]] == expected,
         "steps_measured": sums["flexmg"]["steps_measured"], "threads": raw["flexmg"]["threads"],
         "flexmg": sums["flexmg"], "trl": sums["trl"], "ratio": ratios(sums["flexmg"], sums["trl"]),
         "raw": raw,
     }  # fmt: skip
+
+
+def trl_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The GRPOConfig settings the command line changes from the equal budget's."""
+    out: dict[str, Any] = {}
+    if args.trl_loss_type:
+        out["loss_type"] = args.trl_loss_type
+    if args.trl_gradient_checkpointing:
+        out["gradient_checkpointing"] = True
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -335,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tasks", default=None, help="math-1agent's tasks= as JSON")
     parser.add_argument("--algo", default="marft", help="flexmg's learner (marft, group, ...)")
     parser.add_argument("--trl-loss-type", default=None, help="TRL's loss_type (default: TRL's)")
+    parser.add_argument("--trl-gradient-checkpointing", action="store_true",
+                        help="TRL's default (on); off by default here, as in flexmg's learner")  # fmt: skip
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's)")
@@ -346,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.child is not None:
         spec = json.loads(args.child)
         result = child(spec["side"], Budget.from_dict(spec["budget"]), spec["algo"],
-                       spec["loss_type"], spec["threads"])  # fmt: skip
+                       spec["trl"], spec["threads"])  # fmt: skip
         print(json.dumps(result))
         return 0
     from flexmg.models.names import model_problem
@@ -363,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )  # fmt: skip
     except ValueError as exc:
         parser.error(str(exc))
-    summary = compare(budget, args.algo, args.trl_loss_type, args.threads, args.skip_first)
+    summary = compare(budget, args.algo, trl_overrides(args), args.threads, args.skip_first)
     print(format_report(summary))
     if args.json is not None:
         atomic_write_json(args.json, summary, indent=2)

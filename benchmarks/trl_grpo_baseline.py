@@ -59,7 +59,7 @@ ADAPTER = "adapter"
 RUN = "run.json"
 
 
-def train(budget: Budget, out: Path, loss_type: str | None = None) -> dict[str, Any]:
+def train(budget: Budget, out: Path, trl: dict[str, Any] | None = None) -> dict[str, Any]:
     """Train with GRPOTrainer; save the adapter and ``run.json`` in ``out``; return the run record."""
     import torch
     from datasets import Dataset
@@ -76,11 +76,10 @@ def train(budget: Budget, out: Path, loss_type: str | None = None) -> dict[str, 
     model, tokenizer = load(budget)
     chat = bool(getattr(tokenizer, "chat_template", None))
     reward = env_reward(budget)
-    overrides = {"loss_type": loss_type} if loss_type else {}
     with tempfile.TemporaryDirectory(prefix="trl-grpo-", dir=out) as scratch:
         trainer = GRPOTrainer(
             model=model, processing_class=tokenizer, reward_funcs=reward,
-            args=grpo_config(budget, scratch, **overrides),
+            args=grpo_config(budget, scratch, **dict(trl or {})),
             train_dataset=Dataset.from_list(trl_rows(budget, chat)),
             peft_config=lora_config(budget),
         )  # fmt: skip
@@ -108,6 +107,7 @@ def train(budget: Budget, out: Path, loss_type: str | None = None) -> dict[str, 
     record = {
         "trainer": "trl.GRPOTrainer", "env": ENV, "budget": budget.to_dict(),
         "lora_targets": list(LORA_TARGETS), "loss_type": trainer.loss_type,
+        "gradient_checkpointing": bool(trainer.args.gradient_checkpointing),
         "prompts_trained": [list(dict.fromkeys(c)) for c in reward.calls],  # type: ignore[attr-defined]
         "step_seconds": step_seconds, "reward": rewards, "train_seconds": train_s,
         "load_seconds": load_s, "peak_rss_mb": peak_rss_mb(), "adapter": ADAPTER,
@@ -185,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=2e-4)
     parser.add_argument("--tasks", default=None, help="math-1agent's tasks= as JSON")
     parser.add_argument("--trl-loss-type", default=None, help="TRL's loss_type (default: TRL's)")
+    parser.add_argument("--trl-gradient-checkpointing", action="store_true",
+                        help="TRL's default (on); off by default here, as in flexmg's learner")  # fmt: skip
     parser.add_argument("--phrasing-prompts", type=int, default=0,
                         help="--evaluate: also this many prompts in unseen phrasings")  # fmt: skip
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
@@ -210,7 +212,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed, device=device,
             **({"tasks": json.loads(args.tasks)} if args.tasks else {}),
         )  # fmt: skip
-        record = train(budget, args.out, args.trl_loss_type)
+        trl: dict[str, Any] = {"loss_type": args.trl_loss_type} if args.trl_loss_type else {}
+        if args.trl_gradient_checkpointing:
+            trl["gradient_checkpointing"] = True
+        record = train(budget, args.out, trl)
     except (ValueError, FileExistsError) as exc:
         parser.error(str(exc))
     per_step = record["step_seconds"]

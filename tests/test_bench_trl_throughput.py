@@ -26,6 +26,7 @@ def test_both_sides_report_every_figure(tmp_path, capsys) -> None:
     result = json.loads(out.read_text())
     assert result["same_prompts"] is True
     assert result["steps_measured"] == 1  # the first of 2 steps left out
+    assert result["trl_gradient_checkpointing"] is False  # as in flexmg's learner
     for side in ("flexmg", "trl"):
         figures = result[side]
         for key in ("rollout_tokens_per_s", "rollout_s", "update_s", "step_s", "peak_rss_mb"):

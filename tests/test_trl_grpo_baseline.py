@@ -24,6 +24,7 @@ def test_trains_saves_a_peft_adapter_and_evaluates_it(tmp_path, capsys) -> None:
     record = json.loads((run / "run.json").read_text())
     assert len(record["step_seconds"]) == 2 and all(s > 0 for s in record["step_seconds"])
     assert len(record["reward"]) == 2 and all(0.0 <= r <= 1.0 for r in record["reward"])
+    assert record["gradient_checkpointing"] is False and record["loss_type"]
     eb = load_benchmark("equal_budget")
     budget = eb.Budget.from_dict(record["budget"])
     assert record["prompts_trained"] == [eb.prompt_seeds(budget, k) for k in range(2)]

@@ -129,6 +129,14 @@ def _play(model: Any, tokenizer: Any, budget: Budget, prompts: int, kwargs: dict
                         env_kwargs=kwargs, progress=lambda m: print("  " + m, flush=True))  # fmt: skip
 
 
+def per_minute(report: dict[str, Any], train_seconds: float) -> dict[str, float]:
+    """The team's paired correctness gains (greedy, sampled) per minute of training."""
+    minutes = max(train_seconds, 1e-9) / 60.0
+    team = report.get("team") or {}
+    return {mode: team[mode]["correct"]["gain"] / minutes
+            for mode in ("greedy", "sampled") if "correct" in (team.get(mode) or {})}  # fmt: skip
+
+
 def evaluate(run_dir: Path, prompts: int = 300, phrasing_prompts: int = 0,
              device: str = "cpu") -> dict[str, Any]:  # fmt: skip
     """The base model vs the run's adapter on the same test prompts: the paired learning report."""
@@ -162,6 +170,14 @@ def evaluate(run_dir: Path, prompts: int = 300, phrasing_prompts: int = 0,
         out[name] = report
         title = f"TRL GRPOTrainer, {budget.steps} steps: base model vs adapter, {name}"
         text.append(render_report(report, title))
+    out["train_seconds"] = float(record["train_seconds"])
+    out["gain_per_train_minute"] = per_minute(out["test"], out["train_seconds"])
+    text.append(
+        f"Training took {out['train_seconds'] / 60:.1f} min ({budget.steps} steps); test "
+        "correctness gained per minute of training: "
+        + ", ".join(f"{k} {v:+.4f}" for k, v in out["gain_per_train_minute"].items())
+        + "."
+    )
     out["seconds"] = time.monotonic() - t0
     atomic_write_json(run_dir / "report.json", out, indent=2)
     atomic_write_text(run_dir / "report.md", "\n\n".join(text))

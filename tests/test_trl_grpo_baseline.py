@@ -51,4 +51,6 @@ def test_trains_saves_a_peft_adapter_and_evaluates_it(tmp_path, capsys) -> None:
         assert {"start", "end", "gain", "gain_ci"} <= set(figure)
         assert figure["gain"] == pytest.approx(figure["end"] - figure["start"], abs=1e-3)
     assert sum(report["team"]["transitions"].values()) == 3
+    per_minute = json.loads((run / "report.json").read_text())["gain_per_train_minute"]
+    assert set(per_minute) == {"greedy", "sampled"}
     assert (run / "report.md").read_text().startswith("# TRL GRPOTrainer")

@@ -63,6 +63,7 @@ from equal_budget import (  # the benchmarks folder is on sys.path (the script's
     peak_rss_mb,
     prompt_seeds,
     resolve_device,
+    tasks_option,
     train_config,
     trl_rows,
 )
@@ -373,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             model=args.model, steps=args.steps, prompts=args.prompts, samples=args.samples,
             max_new_tokens=args.max_new_tokens, micro_batch=args.micro_batch, seed=args.seed,
             device=resolve_device(args.device), dtype=args.dtype,
-            **({"tasks": json.loads(args.tasks)} if args.tasks else {}),
+            tasks=tasks_option(args.tasks),
         )  # fmt: skip
     except ValueError as exc:
         parser.error(str(exc))

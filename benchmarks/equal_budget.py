@@ -89,6 +89,33 @@ class Budget:
         return cls(**dict(data))
 
 
+def tasks_option(text: str | None) -> dict[str, Any]:
+    """``--tasks`` (JSON) as the env's ``tasks=``, checked by building the env once.
+
+    Raises:
+        ValueError: not JSON, or not a task spec the env takes (the env's own message).
+
+    >>> tasks_option(None) == TASKS
+    True
+    >>> tasks_option("{oops")
+    Traceback (most recent call last):
+    ...
+    ValueError: --tasks is not JSON ({oops): Expecting property name enclosed in double quotes
+    """
+    import json
+
+    import flexmg
+
+    if text is None:
+        return dict(TASKS)
+    try:
+        tasks = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--tasks is not JSON ({text[:80]}): {exc.msg}") from None
+    flexmg.make(ENV, tasks=tasks, split="train").close()
+    return tasks
+
+
 # ----------------------------------------------------------------------------- flexmg's side
 def train_config(budget: Budget, algo: str, run_dir: str | Path) -> Any:
     """The ``flexmg train`` settings of the budget on ``math-1agent`` (``TrainConfig``).

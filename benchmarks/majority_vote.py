@@ -24,14 +24,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from equal_budget import ENV, TASKS, resolve_device
+from equal_budget import ENV, resolve_device, tasks_option
 from flexmg.io import atomic_write_json
 
 
@@ -191,7 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.temperature <= 0:
         parser.error("--temperature must be > 0")
-    tasks = json.loads(args.tasks) if args.tasks else dict(TASKS)
+    try:
+        tasks = tasks_option(args.tasks)
+    except ValueError as exc:
+        parser.error(str(exc))
     result = run(args.model, args.prompts, args.k, args.max_new_tokens, tasks, args.temperature,
                  args.seed, resolve_device(args.device), args.batch_size)  # fmt: skip
     print(format_report(result))

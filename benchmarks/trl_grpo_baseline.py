@@ -51,6 +51,7 @@ from equal_budget import (
     lora_config,
     peak_rss_mb,
     resolve_device,
+    tasks_option,
     trl_rows,
 )
 from flexmg.io import atomic_write_json, atomic_write_text
@@ -225,15 +226,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         budget = Budget(
             model=args.model, steps=args.steps, prompts=args.prompts or 8, samples=args.samples,
             max_new_tokens=args.max_new_tokens, lr=args.lr, micro_batch=args.micro_batch,
-            seed=args.seed, device=device,
-            **({"tasks": json.loads(args.tasks)} if args.tasks else {}),
+            seed=args.seed, device=device, tasks=tasks_option(args.tasks),
         )  # fmt: skip
-        trl: dict[str, Any] = {"loss_type": args.trl_loss_type} if args.trl_loss_type else {}
-        if args.trl_gradient_checkpointing:
-            trl["gradient_checkpointing"] = True
-        record = train(budget, args.out, trl)
-    except (ValueError, FileExistsError) as exc:
+    except ValueError as exc:
         parser.error(str(exc))
+    if (args.out / ADAPTER).exists() or (args.out / RUN).exists():
+        parser.error(f"{args.out} already holds a run ({ADAPTER}/ or {RUN}); choose another --out")
+    trl: dict[str, Any] = {"loss_type": args.trl_loss_type} if args.trl_loss_type else {}
+    if args.trl_gradient_checkpointing:
+        trl["gradient_checkpointing"] = True
+    record = train(budget, args.out, trl)
     per_step = record["step_seconds"]
     print(f"trained {len(per_step)} steps in {record['train_seconds']:.1f} s "
           f"({sum(per_step) / max(1, len(per_step)):.1f} s per step); rewards "

@@ -61,3 +61,15 @@ def test_the_budget_gives_trl_flexmg_train_prompts_and_reward() -> None:
     assert reward.calls == [[rows[0]["seed"]] * 3]
     with pytest.raises(ValueError, match="must divide"):
         eb.Budget(prompts=3, samples=2, micro_batch=4)
+
+
+@pytest.mark.parametrize("script", ["bench_trl_throughput", "trl_grpo_baseline", "majority_vote"])
+def test_a_bad_task_spec_is_one_line_before_any_model_loads(script, tmp_path, capsys) -> None:
+    bench = load_benchmark(script)
+    out = ["--out", str(tmp_path / "run")] if script == "trl_grpo_baseline" else []
+    for tasks, said in (("{oops", "--tasks is not JSON"), ('{"name": "nope"}', "generator")):
+        with pytest.raises(SystemExit) as exc:
+            bench.main(["--model", "tiny", "--tasks", tasks, *out])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err

@@ -25,7 +25,7 @@ def test_votes_count_equal_values_once_and_ties_go_to_the_first(mv) -> None:
 
 
 def test_the_env_grades_the_chosen_value(mv) -> None:
-    kwargs = {"tasks": mv.TASKS, "split": "test"}
+    kwargs = {"tasks": load_benchmark("equal_budget").TASKS, "split": "test"}
     env = flexmg.make(mv.ENV, **kwargs)
     env.reset(seed=3)
     gold = env.task.answer

@@ -169,14 +169,14 @@ def trl_side(budget: Budget, workdir: Path, overrides: dict[str, Any]) -> dict[s
     cuda = next(trainer.model.parameters()).device.type == "cuda"
     generate = Clock(trainer._generate, lambda out: sum(len(c) for c in out[1]), cuda)
     trainer._generate = generate  # type: ignore[method-assign]
-    prompt_tokens = Clock(lambda ids: ids, lambda ids: sum(len(p) for p in ids), False)
+    prompt_tokens: list[int] = []  # tokens of the prompts TRL tokenized since the last step
     rollout = Clock(trainer._generate_and_score_completions, lambda out: 0, cuda)
     trainer._generate_and_score_completions = rollout  # type: ignore[method-assign]
     tokenize = trainer._tokenize_prompts
 
     def counted_tokenize(prompts: list) -> Any:
         out = tokenize(prompts)
-        prompt_tokens(out[0])
+        prompt_tokens.append(sum(len(p) for p in out[0]))
         return out
 
     trainer._tokenize_prompts = counted_tokenize  # type: ignore[method-assign]
@@ -197,8 +197,9 @@ def trl_side(budget: Budget, workdir: Path, overrides: dict[str, Any]) -> dict[s
                 "step_s": step_s, "rollout_s": rollout_s, "update_s": step_s - rollout_s,
                 "generate_s": gen_s, "generated_tokens": tokens, "completions": len(calls),
                 "prompt_seeds": list(dict.fromkeys(calls)),
-                "prompt_tokens": prompt_tokens.take()[1],
+                "prompt_tokens": sum(prompt_tokens),
             })  # fmt: skip
+            prompt_tokens.clear()
 
     trainer.add_callback(StepTimes())
     trainer.train()

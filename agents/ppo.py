@@ -185,6 +185,7 @@ class PPOLearner:
         self.config = config.resolved(model_kind(str(getattr(policy.config, "model", "tiny"))))
         config = self.config
         assert config.lr_actor is not None and config.lr_critic is not None  # resolved
+        assert config.adam_eps is not None
         self._lr_actor, self._lr_critic = float(config.lr_actor), float(config.lr_critic)
         self.algorithm = algorithm
         self.roles: list[str] = list(policy.roles)
@@ -210,7 +211,7 @@ class PPOLearner:
                 if not params:
                     raise ValueError(f"policy has no trainable parameters for {kind} {name!r}")
                 params_by[name] = params
-                opts[name] = torch.optim.Adam(params, lr=lr, eps=1e-5)
+                opts[name] = torch.optim.Adam(params, lr=lr, eps=config.adam_eps)
 
     def set_progress(self, update: int, total: int) -> float:
         """Set learning rates for ``update`` of ``total`` (linear decay); returns the factor."""

@@ -357,6 +357,7 @@ class Trainer:
                 self.evaluate_and_log(s)
             while self.updates_done < end:
                 self.stop_if_asked(s, eval_pending=False)
+                s.update_started = time.monotonic()
                 batch = self.rollout(s.vec, self.updates_done)
                 stats = self.learn(batch, self.updates_done)
                 self.updates_done += 1
@@ -410,7 +411,6 @@ class Trainer:
         )
         if warning:
             s.log(warning)
-        s.update_started = time.monotonic()
 
     def evaluate_and_log(self, s: _Session) -> None:
         """Held-out evaluation after ``updates_done`` updates: its record and episodes.
@@ -439,7 +439,6 @@ class Trainer:
         self.evals.append({"update": self.updates_done, **{k: result.get(k) for k in EVAL_KEYS}})
         s.logger.log(result)
         s.show_eval(result.get("success_rate"))
-        s.update_started = time.monotonic()
 
     def save(
         self, s: _Session, eval_pending: bool = False, rng: dict[str, Any] | None = None
@@ -532,7 +531,9 @@ class _Session:
             last = self.logger.last_train
             self.flat = FlatRewardWatch(previous_flat=bool(last and last.get("flat_rewards")))
             if t.updates_done or t.evals:
-                self.log(f"resumed after update {t.updates_done} of {cfg.updates}")
+                self.log(f"resumed after update {t.updates_done} of {cfg.updates}", show=False)
+            else:
+                self.log(f"started: {cfg.algo} on {cfg.env}, {cfg.updates} updates", show=False)
             self.vec = flexmg.make_vec(
                 cfg.env,
                 num_envs=cfg.episodes_per_update,

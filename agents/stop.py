@@ -8,7 +8,9 @@ finishes the update it is in, saves a checkpoint and raises
 :class:`StopRequested` instead. The second SIGINT raises ``KeyboardInterrupt``
 wherever the loop is: checkpoints are written atomically, so the last complete
 one stays intact. Outside the main thread, or when someone else already handles
-SIGINT, nothing is installed and Ctrl-C behaves as usual.
+SIGINT, nothing is installed and Ctrl-C behaves as usual. Worker processes forked
+meanwhile (``--vectorization async``) inherit the handler and ignore Ctrl-C (a
+terminal sends it to them too): the training process stops them on its way out.
 
 Example (``request()`` is what the first Ctrl-C does)::
 
@@ -24,6 +26,7 @@ Example (``request()`` is what the first Ctrl-C does)::
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -35,8 +38,12 @@ from typing import Any
 __all__ = ["StopOnInterrupt", "StopRequested", "TrainingInterrupted"]
 
 
-class StopRequested(Exception):
-    """Raised inside an :meth:`StopOnInterrupt.interruptible` region by the first Ctrl-C."""
+class StopRequested(BaseException):
+    """Raised inside an :meth:`StopOnInterrupt.interruptible` region by the first Ctrl-C.
+
+    Like ``KeyboardInterrupt`` it is no ``Exception``: code that catches every error
+    (a grader scoring a crash as a failure) does not swallow it.
+    """
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -70,6 +77,7 @@ class StopOnInterrupt:
         self._interruptible = False
         self._previous: Any = None
         self._installed = False
+        self._pid = os.getpid()
 
     def __enter__(self) -> StopOnInterrupt:
         if (
@@ -109,6 +117,8 @@ class StopOnInterrupt:
             raise StopRequested
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != self._pid:
+            return  # a forked worker (an env process): the training process decides
         if self.requested:
             raise KeyboardInterrupt
         if self.notify is not None:

@@ -43,12 +43,14 @@ def small_model(tmp_path_factory):
     return str(d)
 
 
-def _train_args(model: str, run_dir: Path, checkpoint_every: int = 100) -> list[str]:
+def _train_args(
+    model: str, run_dir: Path, checkpoint_every: int = 100, vectorization: str = "sync"
+) -> list[str]:
     return ["train", "--algo", "marft", "--env", "echo", "--model", model, "--seed", "3",
             "--updates", str(UPDATES), "--episodes-per-update", "4", "--eval-episodes", "4",
             "--eval-every", "2", "--checkpoint-every", str(checkpoint_every),
             "--keep-checkpoints", "3", "--max-new-tokens", "4", "--device", "cpu",
-            "--run-dir", str(run_dir)]  # fmt: skip
+            "--vectorization", vectorization, "--run-dir", str(run_dir)]  # fmt: skip
 
 
 def _flexmg(*args: str, **kw) -> subprocess.Popen:
@@ -114,11 +116,13 @@ def _assert_same_run(run: Path, reference: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("vectorization", ["sync", "async"])  # async: env worker processes
 def test_ctrl_c_saves_a_checkpoint_and_resume_continues_exactly(
-    small_model, uninterrupted, tmp_path
+    small_model, uninterrupted, tmp_path, vectorization
 ):
     run = tmp_path / "run"
-    proc = _flexmg(*_train_args(small_model, run))  # with its progress bar
+    # with its progress bar; the workers of async envs get the terminal's SIGINT too
+    proc = _flexmg(*_train_args(small_model, run, vectorization=vectorization))
     _wait_for(lambda: _trained(run), proc, "the first update")
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
     rc, err = _finish(proc)

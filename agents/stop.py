@@ -123,7 +123,10 @@ class StopOnInterrupt:
             raise KeyboardInterrupt
         if self.notify is not None:
             doing = "leaving the evaluation" if self._interruptible else "finishing this update"
-            self.notify(
-                f"Ctrl-C: {doing}, then saving a checkpoint (Ctrl-C again to abort at once)"
-            )
+            try:
+                self.notify(
+                    f"Ctrl-C: {doing}, then saving a checkpoint (Ctrl-C again to abort at once)"
+                )
+            except (RuntimeError, OSError):  # the signal came in the middle of a write to the
+                pass  # same stream ("reentrant call"): the stop matters, not the notice
         self.request()

@@ -526,8 +526,9 @@ class _Session:
         t, cfg = self.trainer, self.trainer.config
         self.log = RunLog(t.run_dir / "train.log", show=self.show)
         self.stop = StopOnInterrupt(notify=self.show).__enter__()
+        logger = None
         try:
-            self.logger = MetricsLogger(t.run_dir, t.updates_done)
+            self.logger = logger = MetricsLogger(t.run_dir, t.updates_done)
             last = self.logger.last_train
             self.flat = FlatRewardWatch(previous_flat=bool(last and last.get("flat_rewards")))
             if t.updates_done or t.evals:
@@ -541,6 +542,8 @@ class _Session:
                 **{**cfg.env_kwargs, "split": "train"},
             )
         except BaseException:
+            if logger is not None:
+                logger.close()
             self.stop.__exit__(None, None, None)
             raise
         if cfg.progress:

@@ -57,11 +57,11 @@ __all__ = [
 MODEL_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {
         "policy": {"temperature": 1.0, "micro_batch": 0},
-        "ppo": {"lr_actor": 1e-3, "lr_critic": 1e-3},
+        "ppo": {"lr_actor": 1e-3, "lr_critic": 1e-3, "adam_eps": 1e-5},
     },
     "llm": {
         "policy": {"temperature": 0.5, "micro_batch": 8},
-        "ppo": {"lr_actor": 1e-5, "lr_critic": 5e-5},
+        "ppo": {"lr_actor": 1e-5, "lr_critic": 5e-5, "adam_eps": 1e-8},
     },
 }
 """The settings whose default depends on the model's kind (``flexmg.models.zoo.model_kind``).
@@ -359,6 +359,13 @@ class PPOConfig(Settings):
         flag="--critic-lr",
         check=(lambda v: v is None or v > 0, "> 0"),
     )
+    adam_eps: float | None = setting(
+        None,
+        "Adam's epsilon (default: the model kind's; 1e-8 for real models, whose LoRA "
+        "gradients per parameter are ~1e-5 and would be damped by a larger one)",
+        flag="--adam-eps",
+        check=(lambda v: v is None or v > 0, "> 0"),
+    )
     kl_coef: float = setting(0.0, "KL penalty to the base model (0: off)", flag="--kl-coef")
     lr_schedule: str = setting(
         "linear",
@@ -389,6 +396,7 @@ class PPOConfig(Settings):
             self,
             lr_actor=usual["lr_actor"] if self.lr_actor is None else self.lr_actor,
             lr_critic=usual["lr_critic"] if self.lr_critic is None else self.lr_critic,
+            adam_eps=usual["adam_eps"] if self.adam_eps is None else self.adam_eps,
         )
 
 
@@ -434,6 +442,13 @@ class TrainConfig(Settings):
         check=_at_least(0),
     )
     eval_seed: int = setting(0, "seed of the held-out eval episodes (the same set every time)")
+    transcripts: int = setting(
+        32,
+        "episodes whose transcripts each held-out eval (and the rollout before it) saves for "
+        "flexmg view (default 32; 0: none; docs/viewer.md)",
+        flag="--transcripts",
+        check=_at_least(0),
+    )
     env_kwargs: dict[str, Any] = setting(
         factory=dict,
         help="extra kwargs for flexmg.make, e.g. horizon=2 (--horizon N is short for it)",

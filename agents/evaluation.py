@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from flexmg.agents.samples import collect_rollout
+from flexmg.agents.samples import RolloutBatch, collect_rollout
 from flexmg.evaluation import evaluate_batches, evaluation_record
 from flexmg.io import atomic_write_text, json_default
 from flexmg.protocols import VectorEnv
@@ -105,6 +105,7 @@ def evaluate_episodes(
     greedy: bool = True,
     vectorization: str = "sync",
     replay_repeats: bool = True,
+    on_batch: Callable[[RolloutBatch], None] | None = None,
 ) -> list[dict[str, Any]]:
     """The metrics of each held-out episode (greedy by default), in seed order.
 
@@ -115,10 +116,15 @@ def evaluate_episodes(
     default) a task drawn by several seeds is played once and counted once per seed
     (:func:`flexmg.evaluation.evaluate_batches`). Pass ``replay_repeats=False`` for an
     env whose episodes draw randomness after ``reset`` (a flexmg env draws only its task).
+    ``on_batch`` sees each batch played (its episodes' transcripts in ``results``), e.g.
+    to keep a sample of them (:mod:`flexmg.agents.run_transcripts`).
     """
 
     def play(vec: VectorEnv, seeds: list[int]) -> list[dict[str, Any]]:
-        return collect_rollout(policy, vec, seed=seeds, greedy=greedy).metrics
+        batch = collect_rollout(policy, vec, seed=seeds, greedy=greedy)
+        if on_batch is not None:
+            on_batch(batch)
+        return batch.metrics
 
     return evaluate_batches(
         play,

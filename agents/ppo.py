@@ -7,20 +7,23 @@
    log-probs and values from the rollout's own scoring pass (exact: the policy
    does not change between rollout and update, and both passes run the same
    function without dropout). ``recompute_old=True`` recomputes them instead.
-2. **sampler check**: ``sampler_kl``, the mean over sampled tokens of
+2. **sampler check** (``_score_old``): ``sampler_kl``, the mean over sampled tokens of
    ``log pi_sampler(a) - log pi_learner(a)``, ~0 when sampling = training.
-3. **credit**: the algorithm's credit function (:mod:`flexmg.agents.credit`)
+3. **credit** (``_credit``): the algorithm's credit function (:mod:`flexmg.agents.credit`)
    turns each episode into chains (MARFT: through the agents; IPPO: per role).
 4. **GAE** along the chains (:mod:`flexmg.agents.gae`).
-5. **normalise** the advantages, unless every reward of the batch is equal:
-   then the advantages are critic noise and no actor step follows.
-6. **epochs x minibatches x roles x micro-batches**: clipped PPO (the ratio per
-   ``ratio``), clipped value loss, entropy bonus, optional KL penalty to the
-   base; gradients accumulate over micro-batches (same result as one batch).
+5. **normalise** (``_normalise``) the advantages, unless every reward of the batch is equal:
+   then the advantages are critic noise and no actor step follows
+   (``_learning_roles``, with the critic warm-up and agent-by-agent schedule).
+6. **epochs x minibatches x roles x micro-batches** (``_train_roles``; MARFT's
+   roles one after another, each reweighted by its predecessors' ratios):
+   clipped PPO (the ratio per ``ratio``), clipped value loss, entropy bonus,
+   optional KL penalty to the base; gradients accumulate over micro-batches
+   (same result as one batch).
 7. **step**: gradient-norm clip, one optimizer step per learning adapter and
    per value head; a role whose approximate KL passed ``target_kl`` skips the
-   step and stops for the rest of the update. Critic warm-up and
-   agent-by-agent training decide which roles learn.
+   step and stops for the rest of the update.
+8. **statistics** (``_summary``): the averaged losses, returns, value fit.
 
 Example:
     >>> import torch
@@ -182,6 +185,7 @@ class PPOLearner:
         self.config = config.resolved(model_kind(str(getattr(policy.config, "model", "tiny"))))
         config = self.config
         assert config.lr_actor is not None and config.lr_critic is not None  # resolved
+        assert config.adam_eps is not None
         self._lr_actor, self._lr_critic = float(config.lr_actor), float(config.lr_critic)
         self.algorithm = algorithm
         self.roles: list[str] = list(policy.roles)
@@ -207,7 +211,7 @@ class PPOLearner:
                 if not params:
                     raise ValueError(f"policy has no trainable parameters for {kind} {name!r}")
                 params_by[name] = params
-                opts[name] = torch.optim.Adam(params, lr=lr, eps=1e-5)
+                opts[name] = torch.optim.Adam(params, lr=lr, eps=config.adam_eps)
 
     def set_progress(self, update: int, total: int) -> float:
         """Set learning rates for ``update`` of ``total`` (linear decay); returns the factor."""
@@ -245,7 +249,7 @@ class PPOLearner:
     def update(
         self, batch: RolloutBatch, update: int, generator: torch.Generator | None = None
     ) -> dict[str, float]:
-        """One PPO update on a fresh rollout (steps 1-7 of the module docstring).
+        """One PPO update on a fresh rollout (steps 1-8 of the module docstring).
 
         Args:
             batch: the rollout (samples with the rollout's old log-probs and values).
@@ -255,55 +259,101 @@ class PPOLearner:
         Returns:
             Averaged statistics (``sampler_kl``, losses, ``clipfrac/<role>``, ...).
         """
-        cfg = self.config
-        samples = batch.samples
-        critic = self.algorithm.critic != "none"
-        # 1. old log-probs and values: the rollout's (or recomputed, when asked)
-        if cfg.recompute_old:
-            self.recompute(samples)
-        # 2. does the learner score what the sampler drew?
         stats = _Stats()
+        self._score_old(batch.samples, stats)  # 1-2
+        self._credit(batch)  # 3-4
+        flat = self._normalise(batch, stats)  # 5
+        learning = self._learning_roles(update, flat)
+        by_role = batch.by_role()
+        steps = self._train_roles(by_role, learning, len(batch.episodes), generator, stats)  # 6-7
+        self._zero_grad()
+        return self._summary(batch.samples, by_role, stats, steps, update, learning)
+
+    def _score_old(self, samples: Sequence[Sample], stats: _Stats) -> None:
+        """Steps 1-2: the old log-probs and values, and how far the sampler is from them.
+
+        The old log-probs and values are the rollout's, or recomputed when
+        ``recompute_old``; ``sampler_kl`` says whether the learner scores what the
+        sampler drew.
+        """
+        if self.config.recompute_old:
+            self.recompute(samples)
         stats.set("sampler_kl", sampler_kl(samples))
-        # 3-4. credit: GAE along the algorithm's chains, or its critic-free advantages
+
+    def _credit(self, batch: RolloutBatch) -> None:
+        """Steps 3-4: the algorithm's critic-free advantages, or GAE along its credit chains."""
+        cfg = self.config
         if self.algorithm.advantages is not None:
             self.algorithm.advantages(batch.episodes, batch.metrics)
-        else:
-            assert self.algorithm.credit is not None  # Algorithm checks: credit xor advantages
-            assign_advantages(
-                batch.episodes, self.algorithm.credit, level=cfg.level, gamma=cfg.gamma,
-                lam=cfg.lam, token_gamma=cfg.token_gamma, token_lam=cfg.token_lam,
-                truncation_penalty=cfg.truncation_penalty,
-            )  # fmt: skip
-        # 5. normalise (a critic-free algorithm's are already relative to their group);
-        #    equal rewards everywhere -> advantages are noise -> no actor step
+            return
+        assert self.algorithm.credit is not None  # Algorithm checks: credit xor advantages
+        assign_advantages(
+            batch.episodes, self.algorithm.credit, level=cfg.level, gamma=cfg.gamma,
+            lam=cfg.lam, token_gamma=cfg.token_gamma, token_lam=cfg.token_lam,
+            truncation_penalty=cfg.truncation_penalty,
+        )  # fmt: skip
+
+    def _normalise(self, batch: RolloutBatch, stats: _Stats) -> bool:
+        """Step 5: normalise the advantages in place; True when every reward is equal.
+
+        A critic-free algorithm's advantages are already relative to their group and
+        are left as they are. Equal rewards everywhere make the advantages critic
+        noise: the caller then takes no actor step.
+        """
+        cfg = self.config
+        critic = self.algorithm.critic != "none"
         flat = rewards_are_flat(batch.episodes, cfg.truncation_penalty)
         stats.set(
             "adv_mean_raw",
-            normalize_advantages(samples, cfg.level, cfg.normalize_advantages and critic),
+            normalize_advantages(batch.samples, cfg.level, cfg.normalize_advantages and critic),
         )
         stats.set("flat_rewards", float(flat))
-        warm = critic and update < cfg.critic_warmup
-        learning = (
-            set() if warm or flat else set(active_roles(self.roles, update, cfg.agent_interval))
-        )
-        # 6-7. epochs x minibatches x roles (x micro-batches), one step per minibatch; MARFT's
-        #      agent-by-agent order: one role after another, each weighted by how its
-        #      predecessors' updated policies changed what they said (their ratio product)
-        by_role = batch.by_role()
+        return flat
+
+    def _warming_up(self, update: int) -> bool:
+        """Whether ``update`` is in the critic warm-up (value heads learn, no actor step)."""
+        return self.algorithm.critic != "none" and update < self.config.critic_warmup
+
+    def _learning_roles(self, update: int, flat: bool) -> set[str]:
+        """The roles whose policy takes steps at ``update``.
+
+        None during the critic warm-up or on flat rewards, else the agent-by-agent
+        schedule's (:func:`active_roles`).
+        """
+        if self._warming_up(update) or flat:
+            return set()
+        return set(active_roles(self.roles, update, self.config.agent_interval))
+
+    def _train_roles(
+        self, by_role: dict[str, list[Sample]], learning: set[str], n_episodes: int,
+        generator: torch.Generator | None, stats: _Stats,
+    ) -> _Steps:  # fmt: skip
+        """Steps 6-7: epochs x minibatches x roles (x micro-batches), one step per minibatch.
+
+        MARFT's agent-by-agent order (:attr:`sequential`): one role after another, each
+        weighted by how its predecessors' updated policies changed what they said
+        (their ratio product, :meth:`_reweight`); otherwise every role in each minibatch.
+        """
         steps = _Steps()
-        weights = [1.0] * len(batch.episodes)
-        if self.sequential:
-            for i, role in enumerate(self.roles):
-                self._epochs([role], by_role, learning, weights, generator, stats, steps)
-                if i + 1 < len(self.roles) and role in learning and role in by_role:
-                    self._reweight(role, by_role[role], weights, stats)
-        else:
+        weights = [1.0] * n_episodes
+        if not self.sequential:
             self._epochs(self.roles, by_role, learning, weights, generator, stats, steps)
-        self._zero_grad()
+            return steps
+        for i, role in enumerate(self.roles):
+            self._epochs([role], by_role, learning, weights, generator, stats, steps)
+            if i + 1 < len(self.roles) and role in learning and role in by_role:
+                self._reweight(role, by_role[role], weights, stats)
+        return steps
+
+    def _summary(
+        self, samples: Sequence[Sample], by_role: dict[str, list[Sample]], stats: _Stats,
+        steps: _Steps, update: int, learning: set[str],
+    ) -> dict[str, float]:  # fmt: skip
+        """The update's statistics: the averaged losses plus the batch's returns and values."""
         out = stats.means()
         rets = [s.ret for s in samples]
         vals = [s.old_value for s in samples]
-        if critic:
+        if self.algorithm.critic != "none":
             out.update(
                 value_mean=sum(vals) / max(1, len(vals)),
                 explained_variance=_explained_variance(vals, rets),
@@ -317,7 +367,7 @@ class PPOLearner:
             truncated_frac=sum(s.truncated for s in samples) / max(1, len(samples)),
             actor_steps=float(steps.actor),
             kl_skipped=float(steps.skipped),
-            critic_warmup=float(warm),
+            critic_warmup=float(self._warming_up(update)),
             learning_roles=float(len(learning)),
         )
         return out

@@ -92,10 +92,15 @@ class Sample:
 
 @dataclass
 class RolloutBatch:
-    """The result of one rollout: samples grouped by episode plus episode metrics."""
+    """The result of one rollout: samples grouped by episode plus episode metrics.
+
+    ``results`` are the env's finished episodes (transcripts, tasks), one per entry of
+    ``episodes``, when the batch was played here (:func:`collect_rollout`).
+    """
 
     episodes: list[list[Sample]]
     metrics: list[dict[str, Any]]
+    results: list[EpisodeResult] = field(default_factory=list)
 
     @property
     def samples(self) -> list[Sample]:
@@ -198,7 +203,7 @@ def build_batch(
             )
         episodes.append(samples)
         metrics.append(_with_truncation(dict(result.metrics), samples))
-    return RolloutBatch(episodes=episodes, metrics=metrics)
+    return RolloutBatch(episodes=episodes, metrics=metrics, results=list(results))
 
 
 def _with_truncation(metrics: dict[str, Any], samples: Sequence[Sample]) -> dict[str, Any]:

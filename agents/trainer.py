@@ -60,6 +60,7 @@ from flexmg.agents.evaluation import evaluate_episodes, write_eval_episodes
 from flexmg.agents.marft import Algorithm, get_algorithm
 from flexmg.agents.ppo import PPOLearner
 from flexmg.agents.run_log import FlatRewardWatch, MetricsLogger, RunLog, drop_unreported
+from flexmg.agents.run_transcripts import evaluate_saving_transcripts, save_rollout_transcripts
 from flexmg.agents.samples import RolloutBatch, collect_rollout
 from flexmg.agents.stop import StopOnInterrupt, StopRequested, TrainingInterrupted
 from flexmg.evaluation import evaluation_record
@@ -319,7 +320,7 @@ class Trainer:
         episodes = self.evaluate_episodes()
         return drop_unreported(evaluation_record(episodes), episodes)
 
-    def evaluate_episodes(self) -> list[dict[str, Any]]:
+    def evaluate_episodes(self, on_batch: Any = None) -> list[dict[str, Any]]:
         """The metrics of each held-out episode :meth:`evaluate` summarizes."""
         return evaluate_episodes(
             self.policy,
@@ -328,6 +329,7 @@ class Trainer:
             seed=self.config.eval_seed,
             env_kwargs=self.config.env_kwargs,
             vectorization=self.config.vectorization,
+            on_batch=on_batch,
         )
 
     def eval_due(self, update: int) -> bool:
@@ -388,7 +390,11 @@ class Trainer:
         return end if stop_after is None else min(end, self.updates_done + stop_after)
 
     def log_update(self, s: _Session, batch: RolloutBatch, stats: dict[str, float]) -> None:
-        """Write update ``updates_done``'s record; warn when its rewards are all equal."""
+        """Write update ``updates_done``'s record (and, when due, a sample of its episodes).
+
+        Warns (in ``train.log``) when a stretch of updates with all-equal rewards starts.
+        """
+        save_rollout_transcripts(self, self.updates_done, batch)
         tokens = sum(len(sample.action_ids) for sample in batch.samples)
         s.logger.log(
             {
@@ -424,7 +430,7 @@ class Trainer:
                 if self.config.eval_episodes == 0:
                     result = self.evaluate()
                 else:
-                    episodes = self.evaluate_episodes()
+                    episodes = evaluate_saving_transcripts(self, self.updates_done)
                     write_eval_episodes(self.run_dir, self.updates_done, episodes)
                     result = drop_unreported(evaluation_record(episodes), episodes)
         except StopRequested:

@@ -58,6 +58,7 @@ from flexmg.metrics import mean_ci, summarize_episodes
 from flexmg.protocols import VectorEnv
 from flexmg.settings import Settings, documented, setting
 from flexmg.tasks import EVAL_SEED_OFFSET, stable_hash
+from flexmg.transcripts import TranscriptSample, leaderboard_transcripts_path, save_sample
 from flexmg.vector import EpisodeResult
 
 __all__ = [
@@ -204,6 +205,13 @@ class LeaderboardConfig(Settings):
         factory=dict, help="kwargs for every env (an env's own kwargs win)", flag="--kw"
     )
     progress: bool = setting(True, "show progress bars", flag="--no-progress")
+    transcripts: int = setting(
+        8,
+        "episodes per cell whose transcripts are saved in OUT/transcripts/ for flexmg view "
+        "(default 8; 0: none)",
+        flag="--transcripts",
+        check=(lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, ">= 0"),
+    )
     config_dir: str | None = setting(
         None, "the config file's folder: module:callable entries are looked up there too"
     )
@@ -240,6 +248,7 @@ class LeaderboardConfig(Settings):
         "split",
         "env_kwargs",
         "progress",
+        "transcripts",
     )
     """The keys of a config file (every field but ``config_dir``)."""
 
@@ -282,6 +291,7 @@ class LeaderboardConfig(Settings):
             "vectorization": self.vectorization,
             "split": self.split,
             "env_kwargs": self.env_kwargs,
+            "transcripts": self.transcripts,
         }
 
     def env_kwargs_for(self, env: EnvEntry) -> dict[str, Any]:
@@ -516,6 +526,7 @@ class LeaderboardRunner:
         episodes = [
             _episode_record(result.episodes[j], seed=s) for s, j in zip(seeds, copy_of, strict=True)
         ]
+        self._save_transcripts(entry.name, env, seed, result.episodes)
         key = cell_key(entry.name, env.name, seed)
         self.results["cells"][key] = {
             "entry": entry.name,
@@ -531,6 +542,16 @@ class LeaderboardRunner:
         }
         self.ran.append(key)
         self._save()
+
+    def _save_transcripts(
+        self, entry: str, env: EnvEntry, seed: int, played: Sequence[EpisodeResult]
+    ) -> None:
+        """Save the first ``transcripts`` episodes a cell played (or remove a stale file)."""
+        sample = TranscriptSample(limit=self.config.transcripts, keep="first")
+        source = {"kind": "leaderboard", "entry": entry, "env": env.name, "seed": seed}
+        for episode in played:
+            sample.add_episode(episode, env.id, source=source)
+        save_sample(leaderboard_transcripts_path(self.out, entry, env.name, seed), sample)
 
 
 def run_leaderboard(

@@ -65,6 +65,7 @@ __all__ = [
     "read_transcripts",
     "record_from_turns",
     "run_transcripts_path",
+    "save_sample",
     "write_transcripts",
 ]
 
@@ -481,6 +482,29 @@ def write_transcripts(path: str | os.PathLike[str], records: Iterable[Mapping[st
     target = Path(path)
     atomic_write_text(target, "".join(_line(r) for r in records))
     return target
+
+
+def save_sample(path: str | os.PathLike[str], sample: TranscriptSample) -> Path | None:
+    """Write a sample's records to ``path`` (folders made); with none kept, remove ``path``.
+
+    A file left at ``path`` by an earlier run of the same evaluation would show
+    episodes that no longer belong to it, so a sample that keeps nothing (limit 0,
+    or no episodes offered) deletes it. Returns the path written, or None.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "evals", "a.transcripts.jsonl")
+    >>> sample = TranscriptSample(limit=1, keep="first")
+    >>> sample.add({"seed": 1, "transcript": []})
+    >>> save_sample(path, sample).name, save_sample(path, TranscriptSample(limit=0)), os.path.exists(path)
+    ('a.transcripts.jsonl', None, False)
+    """
+    target = Path(path)
+    records = sample.records()
+    if not records:
+        target.unlink(missing_ok=True)
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return write_transcripts(target, records)
 
 
 def read_transcripts(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:

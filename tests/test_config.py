@@ -33,11 +33,14 @@ FLAGS_ADDED = {
     "--group-size",
     "--lora-alpha",
     "--lr-schedule",
+    "--transcripts",
+    "--adam-eps",
 }
 # fields added since run_v1 was written: an old config reads them at these defaults
 FIELDS_ADDED = {
     "policy_config": {"role_temperature": {}, "role_max_new_tokens": {}},
-    "train": {"group_size": 1},
+    "train": {"group_size": 1, "transcripts": 32},
+    "ppo_config": {"adam_eps": None},
 }
 OLD_RUN = Path(__file__).parent / "data" / "run_v1"
 

@@ -53,3 +53,28 @@ def test_sandbox_example_runs(capsys):
     exec(block_with("make_sandbox("), {})
     out = capsys.readouterr().out.split("\n")
     assert out[0] == "2" and out[2] == "1 1"
+
+
+def test_leaderboard_example_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    exec(block_with("run_leaderboard("), {})
+    assert "[('scripted:oracle', 1.0), ('scripted:empty', 0.0)]" in capsys.readouterr().out
+    assert (tmp_path / "leaderboards/demo/leaderboard.md").exists()
+
+
+def test_train_example_runs_and_its_run_folder_views(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(block_with("Trainer(config).run()"), namespace)
+    run = tmp_path / "runs/demo"
+    assert namespace["summary"]["updates"] == 2 and (run / "summary.json").exists()
+    command = re.search(r"```bash\n(flexmg view [^\n#]*)", README.read_text(encoding="utf-8"))
+    assert command is not None, "the README's view example"
+    args = command.group(1).split()[1:]
+    flexmg_cli = [sys.executable, "-m", "flexmg.cli"]
+    subprocess.run([*flexmg_cli, *args], check=True, cwd=tmp_path, timeout=300)
+    page = (run / "view.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "math-2agent" in page

@@ -472,6 +472,19 @@ def test_inside_doctests(name: str) -> None:
     assert result.failed == 0 and result.attempted > 0, name
 
 
+def test_the_inside_package_ships_as_one_argument_the_kernel_accepts() -> None:
+    """Every module listed in ``procs.MODULES`` travels as one argv string (no file is read
+    inside the sandbox); Linux refuses a single argument over 32 pages (E2BIG)."""
+    from pathlib import Path
+
+    from flexmg.sandboxes import inside
+
+    here = Path(inside.__file__).parent
+    assert {p.stem for p in here.glob("*.py")} - {"__init__"} == set(inside.MODULES)
+    size = len(inside.sources().encode())
+    assert size < 32 * 4096, f"inside's sources are {size} bytes: over one argument's limit"
+
+
 def test_a_shared_sandbox_is_one_per_backend_and_timeout_and_the_last_release_closes_it():
     a = hold_shared_sandbox("local", timeout=3.0)
     b = hold_shared_sandbox("local", timeout=3.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from typing import Any
 
 import pytest
 import torch
@@ -228,6 +229,57 @@ def test_sharpen_stage_continues_stage_one_and_can_start_from_its_checkpoint(
     assert info_p["final_loss"] == info_p["stage1_final_loss"]
 
 
+def _manifest() -> dict[str, object]:
+    return json.loads((TINY_ASSET_DIR / "warmstart.json").read_text())
+
+
+def _stage1_data_settings(manifest: dict[str, object]) -> dict[str, object]:
+    keys = ("seed", "batch_size", "code_weight", "relay_weight", "multi_round_weight")
+    return {k: manifest[k] for k in keys}
+
+
+def test_warmstart_prefix_data_are_the_shipped_runs() -> None:
+    """The token ids of the 200-step prefix's batches are those the shipped run trained on.
+
+    No training and no floats: any drift of the warm start's data (teacher, tasks,
+    tokenizer, or what the envs it plays on say) fails here, on every CPU, in seconds.
+    """
+    manifest = _manifest()
+    digest = warmstart.prefix_data_sha256(**_stage1_data_settings(manifest))  # type: ignore[arg-type]
+    assert digest == manifest["prefix_data_sha256"], (
+        "the warm start's data drifted from the shipped run's (a teacher, task source, "
+        "tokenizer or env change); pin the historic behaviour (flexmg.models.tiny.historic)"
+    )
+
+
+def test_historic_env_judges_as_math_v1_and_leaves_the_registered_env_alone() -> None:
+    """The warm start's multi-round math: an unboxed right answer does not solve the task
+    and gets v1's feedback; the env everyone else makes (v2) is solved by it."""
+    from flexmg.models.tiny.historic import historic_env
+
+    def play(env: Any, text: str) -> tuple[bool, str]:
+        env.reset(seed=3)
+        env.step(text.format(env.task.answer))
+        return env.terminations["solver"], env.observe("solver")["feedback"]
+
+    old, new = historic_env("math-1agent", horizon=2), flexmg.make("math-1agent", horizon=2)
+    assert play(old, "It is {}.") == (
+        False,
+        "No single final answer was found (no_boxed): put exactly one answer inside \\boxed{}.",
+    )
+    assert play(new, "It is {}.")[0] is True  # v2: the value counts however it is written
+    assert play(old, "\\boxed{{{}}}")[0] is True
+    wrong = f"The final answer {old.task.answer}7 is incorrect. Try again."
+    assert play(old, "\\boxed{{{}7}}") == (False, wrong)
+    code = historic_env("code-1agent")  # not a math-family reward: made as it is today
+    assert type(code._reward) is type(flexmg.make("code-1agent")._reward)
+    parts = [
+        part for part, _ in warmstart.default_mixtures(relay_weight=0.1, multi_round_weight=0.5)
+    ]
+    assert [getattr(p, "historic", None) for p in parts] == [None, True, True]
+    assert not warmstart.multi_round_mixture().historic  # the public mixtures play today's envs
+
+
 def _cpu_model() -> str:
     """The CPU's model name from ``/proc/cpuinfo`` (for messages)."""
     try:
@@ -292,16 +344,18 @@ def test_warmstart_reproduces_the_shipped_checkpoint_prefix_exactly() -> None:
     ``warmstart.json`` (the shipped run's, and the other CPU kinds' it was measured on).
     """
     _shipped()
-    manifest = json.loads((TINY_ASSET_DIR / "warmstart.json").read_text())
+    manifest = _manifest()
     settings = {k: manifest[k] for k in warmstart.DEFAULTS if k in manifest}
     assert settings == {k: manifest.get(k) for k in warmstart.DEFAULTS}, "rebuild settings"
     model, info = warmstart.train(**settings, log_every=0, stop_after=warmstart.PREFIX_STEPS)
+    assert info["prefix_data_sha256"] == manifest["prefix_data_sha256"], "the data drifted"
     # PyTorch's float kernels differ between CPU models: the shipped run's hash holds on
     # the CPU that built it (the CI machines'), the others on the CPUs they were measured on.
     known = {manifest["prefix_sha256"], *manifest.get("prefix_sha256_other_cpus", {}).values()}
     assert info["prefix_sha256"] in known, (
-        "the 200-step prefix differs from every recorded one: either the warm start's code "
-        "changed, or this CPU computes floats unlike those it was measured on (this one runs "
+        "the 200-step prefix differs from every recorded one, on the shipped run's data: "
+        "either the model or its training loop changed, or this CPU computes floats unlike "
+        "those it was measured on (this one runs "
         f"{torch.backends.cpu.get_cpu_capability()} kernels on {_cpu_model()})"
     )
     assert warmstart.weights_sha256(model) == info["prefix_sha256"]

@@ -229,11 +229,11 @@ class _CtrlCAt:
                     os.kill(os.getpid(), signal.SIGINT)
                 return super().rollout(vec, update)
 
-            def evaluate_episodes(self):
+            def evaluate_episodes(self, on_batch=None):
                 if at.where == "eval" and self.updates_done == at.update:
                     os.kill(os.getpid(), signal.SIGINT)
                     time.sleep(1)  # the handler leaves the evaluation at once
-                return super().evaluate_episodes()
+                return super().evaluate_episodes(on_batch=on_batch)
 
         return Interrupted(config)
 

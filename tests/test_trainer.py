@@ -172,9 +172,12 @@ def test_a_run_folder_of_the_old_code_resumes_to_the_same_records(small_model, t
     # the update order is now written down: this run's (all agents together) is kept
     moved["algorithm"] = {**before["algorithm"], "sequential": False}
     assert RunConfig.from_dict(after) == RunConfig.from_dict(moved)
-    added = {"role_temperature": {}, "role_max_new_tokens": {}}  # fields added since: defaults
+    added = {  # fields added since: their defaults
+        "policy_config": {"role_temperature": {}, "role_max_new_tokens": {}},
+        "ppo_config": {"adam_eps": None},  # None: the model kind's (the learner resolves it)
+    }
     assert {k: v for k, v in after.items() if k != "train"} == {
-        k: ({**v, **added} if k == "policy_config" else v) for k, v in moved.items() if k != "train"
+        k: ({**v, **added[k]} if k in added else v) for k, v in moved.items() if k != "train"
     }
     expected = [json.loads(line) for line in (old / "uninterrupted_metrics.jsonl").open()]
     got = read_metrics(run)

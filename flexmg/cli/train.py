@@ -92,7 +92,7 @@ def aborted_line(run_dir: Path) -> str:
     )
 
 
-RESUME_MAY_CHANGE = {"updates", "progress", "eval_every"}
+RESUME_MAY_CHANGE = {"updates", "progress", "eval_every", "transcripts"}
 """What ``--resume`` lets the flags change: how long the run goes on and how it reports."""
 
 
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         if set(changed) - RESUME_MAY_CHANGE:
             raise CommandError(
                 f"--resume continues the saved configuration; only --updates, "
-                f"--eval-every and --no-progress may change (got {changed})"
+                f"--eval-every, --transcripts and --no-progress may change (got {changed})"
             )
         if not (Path(args.resume) / "config.json").is_file():
             raise CommandError(

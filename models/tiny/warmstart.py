@@ -32,7 +32,10 @@ teacher: the reader passes the problem on only 30% of the time), and
 ``--multi-round-weight M`` plays a share ``M`` of the math episodes with
 horizon 2 on the real env (a wrong first round is followed by a retry round
 that sees the env's feedback). The shipped checkpoint uses 0.1 and 0.15 (see
-``DEFAULTS``).
+``DEFAULTS``). These episodes are judged as the math envs v1 judged them when
+the shipped weights were built (only one right boxed answer solves the task;
+:mod:`flexmg.models.tiny.historic`): today's v2 reward would change the retry
+rounds, and with them every later draw of the data.
 
 Run ``python -m flexmg.models.tiny.warmstart`` to rebuild ``models/tiny/assets/``
 (``--check`` rebuilds in memory and compares with the shipped weights; both
@@ -57,7 +60,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +71,7 @@ from tqdm import tqdm
 from flexmg.envs.families import family
 from flexmg.envs.families.teachers import EnvTeacher, MathTeacher, Teacher
 from flexmg.family import Family
+from flexmg.models.tiny.historic import historic_env
 from flexmg.models.tiny.model import TINY_ASSET_DIR, build_tiny_model, count_parameters, tiny_config
 from flexmg.models.tiny.tokenizer import build_char_tokenizer
 from flexmg.models.tiny.transcripts import env_episode, teacher_episode
@@ -130,8 +134,9 @@ WARMSTART_TEST_FRACTION = 0.0
 # What each family provides (its tasks, envs and noisy teacher) is its warm-start
 # declaration (``Family.warm_start``, e.g. ``flexmg.envs.families.math.FAMILY``); the shares
 # of the families are ``DEFAULTS`` above.
-# The weights after this many steps are hashed into ``warmstart.json`` (``prefix_sha256``),
-# so a test can check the first steps of a rebuild without paying for all of them.
+# The weights after this many steps are hashed into ``warmstart.json`` (``prefix_sha256``;
+# their batches: ``prefix_data_sha256``), so a test can check the first steps of a rebuild
+# without paying for all of them.
 PREFIX_STEPS = 200
 # Warmup steps of stage 2's learning-rate cycle.
 SHARPEN_WARMUP = 50
@@ -139,6 +144,10 @@ SHARPEN_WARMUP = 50
 
 # Horizon of the multi-round math episodes (DEFAULTS["multi_round_weight"]).
 MULTI_ROUND_HORIZON = 2
+# The warm start's episodes on the real envs are judged as the math envs v1 judged them,
+# when the shipped weights were built (math v2 credits unboxed values, which changes the
+# multi-round transcripts): see flexmg.models.tiny.historic. Recorded in warmstart.json.
+HISTORIC_JUDGEMENT = "math v1: solved only by one right boxed answer (models/tiny/historic.py)"
 
 
 def _source_names(sources: Sequence[Any]) -> list[str]:
@@ -188,7 +197,8 @@ class _EnvMixture:
     """Draws (task, env) from weighted task sources and weighted envs; plays the real env.
 
     Each episode is :func:`~flexmg.models.tiny.transcripts.env_episode`: the teacher acts
-    on the env's own observations (``horizon`` rounds at most).
+    on the env's own observations (``horizon`` rounds at most). ``historic``: the envs
+    judge as the shipped warm start's did (:func:`~flexmg.models.tiny.historic.historic_env`).
     """
 
     def __init__(
@@ -197,6 +207,7 @@ class _EnvMixture:
         env_ids: Sequence[tuple[str, float]],
         teacher: EnvTeacher,
         horizon: int = 1,
+        historic: bool = False,
     ) -> None:
         import flexmg
 
@@ -204,7 +215,9 @@ class _EnvMixture:
         self.env_ids, self.env_weights = zip(*env_ids, strict=True)
         self.teacher = teacher
         self.horizon = horizon
-        self.envs = {env_id: flexmg.make(env_id, horizon=horizon) for env_id in self.env_ids}
+        self.historic = historic
+        make = historic_env if historic else flexmg.make
+        self.envs = {env_id: make(env_id, horizon=horizon) for env_id in self.env_ids}
 
     def describe(self) -> dict[str, Any]:
         """JSON-friendly description of the data (stored in ``warmstart.json``)."""
@@ -216,6 +229,7 @@ class _EnvMixture:
             "env_weights": list(self.env_weights),
             "horizon": self.horizon,
             "played_on": "the real env (prompts are its observations)",
+            **({"judged": HISTORIC_JUDGEMENT} if self.historic else {}),
             "teacher": describe() if describe else repr(self.teacher),
         }  # fmt: skip
 
@@ -247,36 +261,38 @@ def _declared(fam: Family) -> Any:
 
 
 def family_mixture(
-    name: str, teacher: Any = None, horizon: int | None = None
+    name: str, teacher: Any = None, horizon: int | None = None, historic: bool = False
 ) -> _Mixture | _EnvMixture:
     """The warm-start data of family ``name`` (train split), as it declares them.
 
     Its tasks on its envs, played by its teacher (or ``teacher``): written for round
-    0, or played on the real env when the family says so or ``horizon`` is given.
+    0, or played on the real env when the family says so or ``horizon`` is given
+    (``historic``: envs that judge as the shipped warm start's did, see
+    :mod:`flexmg.models.tiny.historic`).
     """
     fam = family(name)
     data = _declared(fam)
     player = teacher if teacher is not None else data.teacher()
     if data.on_env or horizon is not None:
-        return _EnvMixture(_sources(fam), data.envs, player, horizon or 1)
+        return _EnvMixture(_sources(fam), data.envs, player, horizon or 1, historic)
     workflows = [(tuple(fam.teams[env]), w) for env, w in data.envs]
     return _Mixture(_sources(fam), workflows, player)
 
 
-def relay_mixture(teacher: EnvTeacher | None = None) -> _EnvMixture:
+def relay_mixture(teacher: EnvTeacher | None = None, historic: bool = False) -> _EnvMixture:
     """The relay part of the warm-start data: relay episodes on the real relay envs."""
-    mixture = family_mixture("relay", teacher)
+    mixture = family_mixture("relay", teacher, historic=historic)
     assert isinstance(mixture, _EnvMixture)  # the relay family plays on the env
     return mixture
 
 
 def multi_round_mixture(
-    teacher: MathTeacher | None = None, horizon: int = MULTI_ROUND_HORIZON
+    teacher: MathTeacher | None = None, horizon: int = MULTI_ROUND_HORIZON, historic: bool = False
 ) -> _EnvMixture:
     """Math episodes with ``horizon`` rounds on the real math envs (retry after feedback)."""
     if horizon < 2:
         raise ValueError(f"a multi-round mixture needs horizon >= 2, got {horizon}")
-    mixture = family_mixture("math", teacher, horizon)
+    mixture = family_mixture("math", teacher, horizon, historic)
     assert isinstance(mixture, _EnvMixture)
     return mixture
 
@@ -333,6 +349,49 @@ def _length_buckets(
     return batches
 
 
+def _training_batches(
+    parts: Sequence[Any], weights: Sequence[float], batch_size: int, rng: random.Random
+) -> Iterator[list[tuple[str, str]]]:
+    """The batches of a stage in training order (endless): ``BUCKETS`` drawn at a time."""
+    while True:
+        batches = _length_buckets(parts, weights, batch_size, rng)
+        while batches:
+            yield batches.pop()
+
+
+def _hash_batch(digest: Any, tensors: Sequence[torch.Tensor]) -> None:
+    """Add one batch (ids, attention mask, loss mask) to ``digest``."""
+    for tensor in tensors:
+        digest.update(f"{tuple(tensor.shape)};".encode())
+        digest.update(tensor.contiguous().numpy().tobytes())
+
+
+def prefix_data_sha256(
+    seed: int = 0,
+    batch_size: int = 64,
+    code_weight: float = 0.0,
+    relay_weight: float = 0.0,
+    multi_round_weight: float = 0.0,
+    steps: int = PREFIX_STEPS,
+) -> str:
+    """SHA-256 of the token ids and masks of stage 1's first ``steps`` batches (no training).
+
+    The same digest as :func:`train`'s ``info["prefix_data_sha256"]``: it tells a
+    change of the warm start's data (teacher, tasks, envs, tokenizer) apart from
+    floats that differ between CPUs, in seconds.
+
+    >>> prefix_data_sha256(batch_size=2, steps=1) == prefix_data_sha256(batch_size=2, steps=1)
+    True
+    """
+    data = default_mixtures(code_weight, relay_weight, multi_round_weight)
+    parts, weights = zip(*data, strict=True)
+    stream = _training_batches(parts, weights, batch_size, random.Random(seed))
+    tokenizer, digest = build_char_tokenizer(), hashlib.sha256()
+    for _ in range(steps):
+        _hash_batch(digest, _batch(next(stream), tokenizer))
+    return digest.hexdigest()
+
+
 def default_mixtures(
     code_weight: float = 0.0, relay_weight: float = 0.0, multi_round_weight: float = 0.0
 ) -> list[tuple[Any, float]]:
@@ -340,7 +399,9 @@ def default_mixtures(
 
     ``code_weight`` and ``relay_weight`` are shares of all episodes; the rest
     is math, of which ``multi_round_weight`` is played with horizon 2. A part
-    of weight 0 is left out (so the data of the other parts is unchanged).
+    of weight 0 is left out (so the data of the other parts is unchanged). The
+    parts played on the real envs are judged as when the shipped weights were
+    built (:data:`HISTORIC_JUDGEMENT`, :mod:`flexmg.models.tiny.historic`).
 
     >>> default_mixtures(code_weight=0.6, relay_weight=0.5)
     Traceback (most recent call last):
@@ -359,11 +420,11 @@ def default_mixtures(
     math_share = 1.0 - code_weight - relay_weight
     parts: list[tuple[Any, float]] = [(math_mixture(), math_share * (1.0 - multi_round_weight))]
     if multi_round_weight > 0:
-        parts.append((multi_round_mixture(), math_share * multi_round_weight))
+        parts.append((multi_round_mixture(historic=True), math_share * multi_round_weight))
     if code_weight > 0:
         parts.append((code_mixture(), code_weight))
     if relay_weight > 0:
-        parts.append((relay_mixture(), relay_weight))
+        parts.append((relay_mixture(historic=True), relay_weight))
     return parts
 
 
@@ -392,6 +453,7 @@ def _fit(
     progress: bool = False,
     desc: str = "warm start",
     after_step: Any = None,
+    data_digest: Any = None,
 ) -> list[float]:
     """The supervised loop of every warm-start stage; the per-step losses.
 
@@ -399,7 +461,8 @@ def _fit(
     maps a step to an lr factor (None: constant). One intra-op thread and a
     forked torch RNG seeded with ``torch_seed``: bit-for-bit reproducible.
     ``end`` stops early on the same schedule; ``after_step(step, model)`` is
-    called after each optimizer step.
+    called after each optimizer step; ``data_digest`` (a hashlib object) is fed
+    each batch (see :func:`prefix_data_sha256`).
     """
     tokenizer = build_char_tokenizer()
     parts, weights = zip(*data, strict=True)
@@ -409,16 +472,16 @@ def _fit(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     start, losses = time.time(), []
-    batches: list[list[tuple[str, str]]] = []
+    stream = _training_batches(parts, weights, batch_size, rng)
     bar = tqdm(total=end, desc=desc, disable=not progress, file=sys.stderr)
     model.train()
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(torch_seed)
             for step in range(end):
-                if not batches:
-                    batches = _length_buckets(parts, weights, batch_size, rng)
-                ids, attn, loss_mask = _batch(batches.pop(), tokenizer)
+                ids, attn, loss_mask = _batch(next(stream), tokenizer)
+                if data_digest is not None:
+                    _hash_batch(data_digest, (ids, attn, loss_mask))
                 logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits
                 logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
                 nll = -logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
@@ -484,7 +547,8 @@ def train(
     ``stop_after`` ends the run after that many of stage 1's ``steps`` (same
     schedule): the model is then the prefix of the full run, and stage 2 is
     skipped. ``info["prefix_sha256"]`` hashes the weights after
-    :data:`PREFIX_STEPS`; ``info["stage1_sha256"]`` those after stage 1.
+    :data:`PREFIX_STEPS` (``info["prefix_data_sha256"]`` the batches of those steps,
+    see :func:`prefix_data_sha256`); ``info["stage1_sha256"]`` the weights after stage 1.
     """
     data = (
         list(mixtures)
@@ -517,17 +581,20 @@ def train(
     if stage1 is None:
         model = build_tiny_model(seed=seed, config=tiny_config(**(config_overrides or {})))
         prefix: dict[str, str] = {}
+        data_digest = hashlib.sha256()
 
         def hash_prefix(step: int, trained: Any) -> None:
             if step + 1 == PREFIX_STEPS:
                 prefix["sha256"] = weights_sha256(trained)
+                prefix["data_sha256"] = data_digest.copy().hexdigest()
 
         losses = _fit(
             model, data, steps, batch_size, lr, random.Random(seed), seed,
             schedule=_cosine(warmup, steps), end=stop_after, log_every=log_every,
-            progress=progress, desc="warm start", after_step=hash_prefix,
+            progress=progress, desc="warm start", after_step=hash_prefix, data_digest=data_digest,
         )  # fmt: skip
         info["prefix_sha256"] = prefix.get("sha256")
+        info["prefix_data_sha256"] = prefix.get("data_sha256")
         info["stage1_final_loss"] = _mean_tail(losses)
         if stop_after is not None and stop_after < steps:
             sharpen_steps = 0
@@ -678,6 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if manifest.exists():  # stage 1's own record: its prefix hash, loss and time
             earlier = json.loads(manifest.read_text())
             info["prefix_sha256"] = earlier.get("prefix_sha256")
+            info["prefix_data_sha256"] = earlier.get("prefix_data_sha256")
             info["stage1_final_loss"] = earlier.get("final_loss")
             info["stage1_train_seconds"] = earlier.get("train_seconds")
     if args.check:

@@ -10,10 +10,12 @@ library and each other. The host also imports them (as
 * :mod:`.codec`: plain data <-> a JSON-able tagged form; bounded ``repr``.
 * :mod:`.frames`: length-prefixed JSON frames.
 * :mod:`.procs`: process helpers (names, sessions, rlimits, signals, exec, seccomp).
+* :mod:`.procstate`: the ``/proc/PID`` settings a run can change, reset after each run.
 * :mod:`.runner`: runs the untrusted code, or loads it and serves calls.
 * :mod:`.judge`: runs the tests against a runner on plain data only.
-* :mod:`.forkserver`: a pristine interpreter forking runners and judges.
 * :mod:`.cleanup`: finding a run's processes, emptying its directory.
+* :mod:`.forkserver`: a pristine interpreter forking runners and judges, and the
+  zygote's link to it (requests, records, the pidfds of the children it keeps).
 * :mod:`.zygote`: the per-sandbox supervisor (pid 1).
 * :mod:`.main`: the entry point the boot code calls.
 

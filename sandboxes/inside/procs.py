@@ -200,7 +200,18 @@ def _exec_python(role: str, config: dict, fds: list[int]) -> None:
 
 
 # The modules of this package, in load order (each imports only earlier ones).
-MODULES = ("codec", "frames", "procs", "runner", "judge", "forkserver", "cleanup", "zygote", "main")
+MODULES = (
+    "codec",
+    "frames",
+    "procs",
+    "procstate",
+    "runner",
+    "judge",
+    "cleanup",
+    "forkserver",
+    "zygote",
+    "main",
+)
 
 # ``python -I -S -c BOOT SOURCES ROLE CONFIG``: SOURCES is a JSON list of
 # [module, source] pairs (:data:`MODULES` in order); the boot code makes each a

@@ -1,4 +1,11 @@
-"""The zygote: the per-sandbox supervisor (pid 1 of the sandbox)."""
+"""The zygote: the per-sandbox supervisor (pid 1 of the sandbox) and its serve loop.
+
+It reads a job, hands it to a verified idle runner (and judge), watches the run to
+its end, replies, then removes everything the run left before reading the next job.
+The fork server it asks for processes is reached through
+:class:`.forkserver.ForkServerLink`; the ``/proc`` settings it puts back after each
+run are in :mod:`.procstate`; the process and file cleanup in :mod:`.cleanup`.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +13,11 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 import time
 
 from .cleanup import _has_live_thread, _pidfd, _wait_exits, empty_directory
+from .forkserver import ForkServerLink
 from .frames import (
     MAX_DEPTH,
     MAX_FRAME,
@@ -25,7 +32,6 @@ from .procs import (
     PR_SET_DUMPABLE,
     _dying,
     _exc_line,
-    _exec_python,
     _ignore_signals,
     _prctl,
     _set_name,
@@ -34,6 +40,7 @@ from .procs import (
     _wait_kind,
     install_seccomp,
 )
+from .procstate import read_proc_state, reset_proc_state
 
 # Seconds the between-run delete may take; past it the worker retires (its next job
 # is answered "retire" and the host runs that job on a fresh worker).
@@ -174,112 +181,17 @@ class Zygote:
         signal.set_wakeup_fd(self.wake_w)
         self.exited: dict[int, int] = {}
         self.traced: set[int] = set()  # processes killed because they made themselves traced
-        self.fs_pid: int | None = None
-        self.fs_sock: socket.socket | None = None
-        self.fs_buf = bytearray()
-        self.fs_fds: list[int] = []  # pidfds received, not yet matched with their records
-        # pidfds of the fork server's children that may be kept between runs (the idle
-        # runner and judge, the judge server), taken by the fork server before any run
-        # could reach them: the process itself, never one that reused its pid.
-        self.pidfds: dict[int, int] = {}
-        self.fs_starts = 0
-        self.spawned: list[int] = []
+        # the fork server, its records and the pidfds of its children kept between runs
+        self.fs = ForkServerLink(config, self.exited, self.traced)
         self.spare: Spare | None = None
         self.server: dict | None = None  # the judge server: {"pid", "sock"}
         self.last_untrusted = False  # the last test job's tests were not trusted
         self.dirty = False  # a run's processes and files are still to be removed
         self.retire = False  # the cleanup went over its budget: hand no more jobs here
-        self.proc_state = _read_proc_state("self")  # what every run starts from
-        probe = _pidfd(os.getpid())
-        self.pidfd_support = probe is not None
-        self._close(probe)
-        self._start_forkserver()
+        self.proc_state = read_proc_state("self")  # what every run starts from
+        self.fs.start()
 
     # ---- helpers
-    def _start_forkserver(self) -> None:
-        if self.fs_sock is not None:
-            self.fs_sock.close()
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                parent.close()
-                _exec_python(
-                    "forkserver",
-                    self.config,
-                    [os.open(os.devnull, os.O_RDWR), 1, 2, child.fileno()],
-                )
-            finally:
-                os._exit(127)
-        child.close()
-        self.fs_starts += 1
-        parent.settimeout(10.0)
-        self.fs_pid, self.fs_sock = pid, parent
-        self.fs_buf = bytearray()
-
-    def _spawn_request(self, plan: list[tuple[str, list[int]]], restart: bool = True) -> None:
-        """Ask the fork server for fresh children, one per (role, fds).
-
-        Their pids arrive later (:meth:`_spawned_pids`), so the zygote goes on
-        while the fork server forks. ``restart``: replace a broken fork server
-        and retry once (never while untrusted code runs: a freshly exec-ed
-        interpreter is dumpable until it makes itself not).
-        """
-        msg = ",".join(f"{role}:{len(fds)}" for role, fds in plan).encode()
-        all_fds = [fd for _, fds in plan for fd in fds]
-        for attempt in range(2):
-            try:
-                self.fs_sock.settimeout(10.0)
-                socket.send_fds(self.fs_sock, [msg], all_fds)
-                self.spawned = []
-                return
-            except OSError:
-                if attempt or not restart:
-                    raise
-                self._kill_pid(self.fs_pid)
-                self._start_forkserver()
-
-    def _spawned_pids(self, n: int) -> list[int]:
-        """Block until the fork server has reported the ``n`` children of the request."""
-        while len(self.spawned) < n:
-            self._fs_pump(block=True)
-        return list(self.spawned[:n])
-
-    def _fs_pump(self, block: bool = False) -> None:
-        """Read the fork server's records: spawned pids and exit statuses."""
-        if self.fs_sock is None:
-            return
-        try:
-            if not block and not select.select([self.fs_sock], [], [], 0)[0]:
-                return
-            chunk, fds, _, _ = socket.recv_fds(self.fs_sock, 4096, 16)
-            for fd in fds:  # never into a process the zygote starts
-                os.set_inheritable(fd, False)
-            self.fs_fds.extend(fds)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            if block:
-                raise OSError("the fork server closed its socket")
-            return
-        self.fs_buf.extend(chunk)
-        while len(self.fs_buf) >= 9:
-            kind, pid, status = struct.unpack(">cii", bytes(self.fs_buf[:9]))
-            del self.fs_buf[:9]
-            if kind == b"S":
-                self.exited.pop(pid, None)  # an earlier exit record was for an older process
-                self.traced.discard(pid)
-                self.spawned.append(pid)
-                self._close(self.pidfds.pop(pid, None))
-                if status == 1 and self.fs_fds:  # the fork server sent its pidfd along
-                    self.pidfds[pid] = self.fs_fds.pop(0)
-            elif kind == b"T":
-                self.traced.add(pid)
-            else:
-                self.exited[pid] = status
-
     def _kill_pid(self, pid: int | None) -> None:
         if pid:
             try:
@@ -298,8 +210,8 @@ class Zygote:
             if _wait_kind(pid, status) != b"X":
                 continue
             self.exited[pid] = status
-            if pid == self.fs_pid:
-                self.fs_pid = None
+            if pid == self.fs.pid:
+                self.fs.pid = None
 
     def _drain_wake(self) -> None:
         try:
@@ -316,14 +228,14 @@ class Zygote:
         The idle runner and judge of the next run (``self.spare``) are not victims.
         """
         me = os.getpid()
-        keep = {me, self.fs_pid}
+        keep = {me, self.fs.pid}
         if self.spare is not None:
             try:
                 self._spare_pids()
-                keep.update(p for p in self.spare.pids.values() if self._own(p))
+                keep.update(p for p in self.spare.pids.values() if self.fs.owns(p))
             except OSError:
                 self._drop_spare()
-        if self.server is not None and self.server["pid"] and self._own(self.server["pid"]):
+        if self.server is not None and self.server["pid"] and self.fs.owns(self.server["pid"]):
             keep.add(self.server["pid"])
         parent: dict[int, int] = {}
         live: set[int] = set()
@@ -377,12 +289,12 @@ class Zygote:
             _wait_exits(handles)
             self._reap()
         self._reap()
-        if self.fs_pid:
+        if self.fs.pid:
             try:
-                os.kill(self.fs_pid, signal.SIGCONT)
+                os.kill(self.fs.pid, signal.SIGCONT)
             except OSError:
-                self.fs_pid = None
-        self._fs_pump()
+                self.fs.pid = None
+        self.fs.pump()
         return killed
 
     def _clean_files(self) -> None:
@@ -469,7 +381,7 @@ class Zygote:
                 server_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
                 opened.append(child_sock.detach())
                 plan.append(("judge-server", [devnull, devnull, devnull, opened[-1]]))
-            self._spawn_request(plan, restart_forkserver)
+            self.fs.request(plan, restart_forkserver)
         except BaseException:
             for fd in opened:
                 self._close(fd)
@@ -500,12 +412,12 @@ class Zygote:
         """Wait until the fork server has reported the pids of the spare's request."""
         sp = self.spare
         if sp is not None and sp.pids is None:
-            if self.fs_pid:
+            if self.fs.pid:
                 try:  # a run may have stopped it
-                    os.kill(self.fs_pid, signal.SIGCONT)
+                    os.kill(self.fs.pid, signal.SIGCONT)
                 except OSError:
                     pass
-            pids = dict(zip(sp.roles, self._spawned_pids(len(sp.roles))))
+            pids = dict(zip(sp.roles, self.fs.spawned_pids(len(sp.roles))))
             sp.pids = pids
             sp.runner, sp.judge = pids["runner"], pids.get("judge")
             if "judge-server" in pids and self.server is not None:
@@ -521,7 +433,7 @@ class Zygote:
         host, for milliseconds): its state still reads running, so the pending
         SIGKILL and the exiting flag are checked too.
         """
-        if not pid or not self._own(pid):
+        if not pid or not self.fs.owns(pid):
             return False
         try:
             os.kill(pid, signal.SIGCONT)
@@ -534,7 +446,7 @@ class Zygote:
             return False
         return (
             fields[0] not in (b"T", b"t", b"Z", b"X")
-            and int(fields[1]) == self.fs_pid
+            and int(fields[1]) == self.fs.pid
             and not _dying(int(fields[6]), status)
             and not _signalled(status)
         )
@@ -543,19 +455,19 @@ class Zygote:
         """A verified idle runner (and fresh judge, if any) for the job that starts now."""
         for _ in range(3):
             try:
-                if self.fs_pid is None:
+                if self.fs.pid is None:
                     self._drop_spare()
                     self._drop_server()
-                    self._start_forkserver()
+                    self.fs.start()
                 if self.spare is None:
                     self._request_spare()
                 self._spare_pids()
             except OSError:
                 self._drop_spare()
                 self._drop_server()
-                self._kill_pid(self.fs_pid)
+                self.fs.kill()
                 self._reap()
-                self.fs_pid = None
+                self.fs.pid = None
                 continue
             sp = self.spare
             if self._intact(sp.runner) and (sp.judge is None or self._intact(sp.judge)):
@@ -591,7 +503,7 @@ class Zygote:
         ji_r, ji_w = os.pipe()
         devnull = os.open(os.devnull, os.O_RDWR)
         try:
-            self._spawn_request(
+            self.fs.request(
                 [
                     (
                         "judge",
@@ -607,7 +519,7 @@ class Zygote:
                     )
                 ]
             )
-            (pid,) = self._spawned_pids(1)
+            (pid,) = self.fs.spawned_pids(1)
         except BaseException:
             self._close(ji_w)
             raise
@@ -715,7 +627,7 @@ class Zygote:
             self._kill_everything()
             self._clean_files()
             return {"status": "sandbox_error", "error": f"could not start the run: {e}"}
-        if self.spare is None and self.fs_pid is not None:
+        if self.spare is None and self.fs.pid is not None:
             try:  # the next run's spare forks while this run goes on
                 self._request_spare(restart_forkserver=False)
             except OSError:
@@ -723,7 +635,7 @@ class Zygote:
         verdict_r = sp.jo_r if mode == "tests" else None
         res = self._watch(
             RunWatch.start(
-                job, mode, t0, runner, judge, sp, verdict_r, si_w, stdin_data, self.fs_sock
+                job, mode, t0, runner, judge, sp, verdict_r, si_w, stdin_data, self.fs.sock
             )
         )
         for fd in keep:
@@ -739,20 +651,6 @@ class Zygote:
         self.dirty = True
         return res
 
-    def _own(self, pid: int) -> bool:
-        """``pid`` is still the fork server's child the zygote was told about (its pidfd is
-        not readable): a process that took over the pid of a dead one is not.
-
-        Without pidfds (kernels before 5.3) the other checks stand alone.
-        """
-        fd = self.pidfds.get(pid)
-        if fd is None:
-            return not self.pidfd_support
-        try:
-            return not select.select([fd], [], [], 0)[0]
-        except (OSError, ValueError):
-            return False
-
     def _prune_pidfds(self) -> None:
         """Close the pidfds of processes that are no longer kept between runs."""
         keep = set()
@@ -760,37 +658,20 @@ class Zygote:
             keep.update(self.spare.pids.values())
         if self.server is not None and self.server["pid"]:
             keep.add(self.server["pid"])
-        for pid in [p for p in self.pidfds if p not in keep]:
-            self._close(self.pidfds.pop(pid))
+        self.fs.prune(keep)
 
     def _reset_proc_state(self) -> None:
         """Undo what a run wrote to the long-lived processes' ``/proc/PID`` files.
 
-        A run has the uid of the zygote, the fork server and the judge server, so
-        it can write their ``oom_score_adj``, ``coredump_filter`` and their
-        session's ``autogroup`` nice; each is put back to the zygote's value at
-        start, also on the next run's idle runner and judge (forked while the run
-        went on), once the run's processes are gone, before the next job is read.
+        Each setting (:mod:`.procstate`) is put back to the zygote's value at
+        start on the zygote, the fork server, the judge server and the next run's
+        idle runner and judge (forked while the run went on), once the run's
+        processes are gone, before the next job is read.
         """
-        pids = ["self", self.fs_pid, self.server["pid"] if self.server else None]
+        pids = ["self", self.fs.pid, self.server["pid"] if self.server else None]
         if self.spare is not None and self.spare.pids:  # forked while the run went on
             pids.extend(self.spare.pids.values())
-        for pid in pids:
-            if pid is None:
-                continue
-            for name, value in self.proc_state.items():
-                if name == "autogroup" and pid != "self":
-                    continue  # one per session: the zygote's is the one they share
-                try:
-                    fd = os.open(f"/proc/{pid}/{name}", os.O_WRONLY)
-                except OSError:
-                    continue
-                try:
-                    os.write(fd, value)
-                except OSError:
-                    pass
-                finally:
-                    os.close(fd)
+        reset_proc_state(self.proc_state, pids)
 
     def _oom_kills(self) -> int | None:
         """The worker's cgroup OOM-kill counter (``config["oom_events"]`` files), or None.
@@ -896,7 +777,7 @@ class Zygote:
         if fd == self.wake_r:
             self._drain_wake()
         elif fd == w.fs_fd:
-            self._fs_pump()
+            self.fs.pump()
             if ev & (select.POLLHUP | select.POLLERR):
                 poller.unregister(w.fs_fd)
         elif fd == w.si_w:
@@ -1000,9 +881,9 @@ class Zygote:
                     self._kill_everything()
                     self._clean_files()
                 self._reap()
-                if job.get("op") != "ping" and self.fs_pid is None:
+                if job.get("op") != "ping" and self.fs.pid is None:
                     self._drop_spare()
-                    self._start_forkserver()
+                    self.fs.start()
             except BaseException:  # broken before the job started: not the job's failure
                 self.retire = True
             if self.retire:  # the host runs this job on a fresh worker
@@ -1011,7 +892,7 @@ class Zygote:
                 finally:
                     os._exit(0)
             if job.get("op") == "ping":
-                reply = {"pong": True, "procs": self._census(), "fs_starts": self.fs_starts}
+                reply = {"pong": True, "procs": self._census(), "fs_starts": self.fs.starts}
             else:
                 try:
                     reply = self.handle(job)
@@ -1038,26 +919,11 @@ class Zygote:
             self.traced.clear()
             if self.spare is None:
                 try:
-                    if self.fs_pid is None:
-                        self._start_forkserver()
+                    if self.fs.pid is None:
+                        self.fs.start()
                     self._request_spare()  # its pids are read when the next job comes
                 except OSError:
                     self.spare = None
-
-
-def _read_proc_state(pid: str) -> dict[str, bytes]:
-    """The per-process settings a run could change on a long-lived process, as written back."""
-    out = {}
-    for name in ("oom_score_adj", "coredump_filter", "autogroup"):
-        try:
-            with open(f"/proc/{pid}/{name}", "rb") as f:
-                text = f.read(256).split()
-        except OSError:
-            continue
-        if text:  # autogroup reads "/autogroup-N nice K": its last word is the nice value
-            # coredump_filter reads as hex digits, written back with 0x (else octal)
-            out[name] = b"0x" + text[-1] if name == "coredump_filter" else text[-1]
-    return out
 
 
 def zygote_main(config: dict) -> None:

@@ -31,7 +31,9 @@ def add_command(sub: Any) -> None:
     p = sub.add_parser(
         "train",
         help="train MARFT or IPPO on an env (tiny model on CPU by default)",
-        description="Train a team of LoRA agents with MARFT or IPPO and write a run folder.",
+        description="Train a team of LoRA agents with MARFT or IPPO and write a run folder. "
+        "Ctrl-C finishes the update under way, saves a checkpoint and exits (status 130); "
+        "--resume RUN_DIR continues exactly. A second Ctrl-C aborts at once.",
     )
     add_train_arguments(p)
     p.set_defaults(func=run)

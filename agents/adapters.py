@@ -28,10 +28,17 @@ from typing import Any
 
 from flexmg.io import atomic_write_json
 
-__all__ = ["ADAPTERS_DIR", "export_adapters"]
+__all__ = ["ADAPTERS_DIR", "export_adapters", "exportable"]
 
 ADAPTERS_DIR = "adapters"
 """The run folder's subfolder that holds the latest exported adapters."""
+
+
+def exportable(policy: Any) -> bool:
+    """Whether ``policy``'s model is a peft model (a Hugging Face model; not the tiny one)."""
+    from peft import PeftModel
+
+    return isinstance(getattr(policy, "model", None), PeftModel)
 
 
 def export_adapters(policy: Any, folder: str | os.PathLike[str]) -> Path:

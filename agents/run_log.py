@@ -7,8 +7,6 @@
   read (a warning, a stop, a resume), also shown on stderr above the progress bar.
 * :class:`FlatRewardWatch`: warns once when a rollout's rewards are all equal
   (nothing to learn), again only after they have varied in between.
-* :func:`drop_unreported`: an evaluation's format and correctness rates only
-  where the env reports them (absent, not 0.0).
 
 Example:
     >>> watch = FlatRewardWatch()
@@ -31,7 +29,7 @@ from typing import Any
 
 from flexmg.io import atomic_write_text, json_default
 
-__all__ = ["FlatRewardWatch", "MetricsLogger", "RunLog", "drop_unreported"]
+__all__ = ["FlatRewardWatch", "MetricsLogger", "RunLog"]
 
 
 class MetricsLogger:
@@ -147,52 +145,3 @@ class FlatRewardWatch:
             f"flat rewards at update {update}: {scored}; nothing to learn, the actors do not "
             f"step until the rewards vary (likely causes: {'; '.join(causes)})"
         )
-
-
-def _reports(role_metrics: Any, keys: tuple[str, ...]) -> bool:
-    return isinstance(role_metrics, Mapping) and any(k in role_metrics for k in keys)
-
-
-FORMAT_KEYS = ("format_ok", "own_correct")
-"""Per-role metrics a format rate comes from (:func:`flexmg.metrics.role_format_ok`)."""
-CORRECT_KEYS = ("answer_correct", "own_correct")
-"""Per-role metrics a correctness rate comes from (:func:`flexmg.metrics.role_correct`)."""
-
-
-def drop_unreported(
-    record: dict[str, Any], episodes: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
-    """``record`` (an evaluation's) without the rates no episode's metrics report.
-
-    The team's ``format_rate``/``correct_rate`` (and ``_ci``) go when the graded
-    role of no episode reports them, each role's ``format``/``correct`` when that
-    role never does: an env that does not say whether an answer was well-formed
-    has no format rate, rather than a rate of 0.0.
-
-    >>> rec = {"format_rate": 0.0, "format_rate_ci": None, "correct_rate": 1.0,
-    ...        "per_role": {"a": {"format": 0.0, "correct": 1.0}}}
-    >>> drop_unreported(rec, [{"graded_role": "a", "per_role": {"a": {"answer_correct": True}}}])
-    {'correct_rate': 1.0, 'per_role': {'a': {'correct': 1.0}}}
-    """
-    out = dict(record)
-    graded = [
-        (m.get("per_role") or {}).get(m.get("graded_role"))
-        for m in episodes
-        if isinstance(m.get("per_role"), Mapping)
-    ]
-    for name, keys in (("format", FORMAT_KEYS), ("correct", CORRECT_KEYS)):
-        if not any(_reports(rm, keys) for rm in graded):
-            out.pop(f"{name}_rate", None)
-            out.pop(f"{name}_rate_ci", None)
-    if isinstance(out.get("per_role"), Mapping):
-        per_role = {}
-        for role, rates in out["per_role"].items():
-            said = [(m.get("per_role") or {}).get(role) for m in episodes]
-            per_role[role] = {
-                k: v
-                for k, v in dict(rates).items()
-                if k not in ("format", "correct")
-                or any(_reports(rm, FORMAT_KEYS if k == "format" else CORRECT_KEYS) for rm in said)
-            }
-        out["per_role"] = per_role
-    return out

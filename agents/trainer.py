@@ -46,6 +46,7 @@ from typing import Any
 
 import torch
 
+from flexmg.agents.adapters import ADAPTERS_DIR, export_adapters, exportable
 from flexmg.agents.checkpoint import (
     CheckpointError,
     capture_rng_state,
@@ -59,7 +60,7 @@ from flexmg.agents.credit import credit_ignores_role_rewards, role_rewards_diffe
 from flexmg.agents.evaluation import evaluate_episodes, write_eval_episodes
 from flexmg.agents.marft import Algorithm, get_algorithm
 from flexmg.agents.ppo import PPOLearner
-from flexmg.agents.run_log import FlatRewardWatch, MetricsLogger, RunLog, drop_unreported
+from flexmg.agents.run_log import FlatRewardWatch, MetricsLogger, RunLog
 from flexmg.agents.run_transcripts import evaluate_saving_transcripts, save_rollout_transcripts
 from flexmg.agents.samples import RolloutBatch, collect_rollout
 from flexmg.agents.stop import StopOnInterrupt, StopRequested, TrainingInterrupted
@@ -318,7 +319,7 @@ class Trainer:
         if self.config.eval_episodes == 0:
             return {"success_rate": float("nan"), "episodes": 0}
         episodes = self.evaluate_episodes()
-        return drop_unreported(evaluation_record(episodes), episodes)
+        return evaluation_record(episodes)
 
     def evaluate_episodes(self, on_batch: Any = None) -> list[dict[str, Any]]:
         """The metrics of each held-out episode :meth:`evaluate` summarizes."""
@@ -432,7 +433,7 @@ class Trainer:
                 else:
                     episodes = evaluate_saving_transcripts(self, self.updates_done)
                     write_eval_episodes(self.run_dir, self.updates_done, episodes)
-                    result = drop_unreported(evaluation_record(episodes), episodes)
+                    result = evaluation_record(episodes)
         except StopRequested:
             self._stop(s, eval_pending=True, rng=rng)
         self._eval_pending = False
@@ -472,9 +473,15 @@ class Trainer:
         raise TrainingInterrupted(self.run_dir, self.updates_done, s.saved)
 
     def finish(self, wall_seconds: float) -> dict[str, Any]:
-        """The summary (``summary.json`` once every update is done) and the learning curve."""
+        """The summary (``summary.json`` once every update is done) and the learning curve.
+
+        A completed run of a Hugging Face model also gets ``adapters/``: each role's
+        LoRA in peft's layout (:func:`~flexmg.agents.adapters.export_adapters`).
+        """
         summary = self.summary(wall_seconds)
         if self.updates_done >= self.config.updates:
+            if exportable(self.policy):
+                export_adapters(self.policy, self.run_dir / ADAPTERS_DIR)
             atomic_write_text(self.run_dir / "summary.json", json.dumps(summary, indent=2))
         write_learning_curve(self.run_dir)
         return summary

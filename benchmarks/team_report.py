@@ -8,7 +8,8 @@ in wordings never used in training (``phrasing="unseen"``), and writes
 :func:`flexmg.report.learning_report` as ``report_<update>.json`` and ``.md`` in the
 run folder: team and per-role correctness and format, greedy and sampled, paired
 gains with 95% bootstrap intervals over prompts, pass@k, transitions, answer kinds,
-copying.
+copying. The episodes behind it go to ``report_<update>.episodes.json``, which
+``benchmarks/seeds_report.py`` pools over training seeds.
 
 Usage::
 
@@ -87,15 +88,19 @@ def main(argv: list[str] | None = None) -> int:
     policy.load_trainable_state(state["policy"])
     out: dict[str, Any] = {"run_dir": str(args.run_dir), "checkpoint": str(ckpt),
                            "update": update, "samples": args.samples}  # fmt: skip
-    text = []
+    text, ends = [], {}
     for name, (kw, n_prompts) in sets.items():
         print(f"update {update} ({name})", flush=True)
-        end = _evaluate(policy, env, kw, n_prompts, args.samples)
+        end = ends[name] = _evaluate(policy, env, kw, n_prompts, args.samples)
         report = learning_report(start[name], end, ks=(1, 2, 4))
         out[name] = report
         text.append(render_report(report, f"{args.run_dir.name}: update 0 vs {update}, {name}"))
     out["seconds"] = time.monotonic() - t0
     atomic_write_text(args.run_dir / f"report_{update}.json", json.dumps(out, indent=2))
+    episodes = {"key": key, "update": update, "start": start, "end": ends}  # seeds_report.py
+    atomic_write_text(
+        args.run_dir / f"report_{update}.episodes.json", json.dumps(episodes, default=str)
+    )
     atomic_write_text(args.run_dir / f"report_{update}.md", "\n\n".join(text))
     print("\n\n".join(text))
     print(f"written: {args.run_dir / f'report_{update}.md'} ({out['seconds']:.0f} s)")

@@ -40,9 +40,21 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flexmg.metrics import bootstrap_ci, pass_at_k, role_correct, role_format_ok
+from flexmg.metrics import (
+    bootstrap_ci,
+    bootstrap_ci_over_seeds,
+    pass_at_k,
+    role_correct,
+    role_format_ok,
+)
 
-__all__ = ["DEFAULT_KS", "learning_report", "render_report"]
+__all__ = [
+    "DEFAULT_KS",
+    "learning_report",
+    "render_report",
+    "render_seeds_report",
+    "seeds_report",
+]
 
 DEFAULT_KS = (1, 4, 8)
 """The ``k`` of pass@k the report gives (each needs at least ``k`` samples per prompt)."""
@@ -291,4 +303,150 @@ def render_report(report: Mapping[str, Any], title: str = "Learning report") -> 
         for role, ev in report["critic_ev"].items():
             lines.append(f"| {role} | " + ", ".join(f"{k} {v:.3f}" for k, v in ev.items()) + " |")
         lines.append("")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------- several seeds
+def _prompt_ids(evaluation: Evaluation) -> list[Any]:
+    return [m.get("prompt_id", m.get("task_id")) for m in evaluation.get("greedy") or []]
+
+
+def _over_seeds(start: list[list[float]], end: list[list[float]]) -> dict[str, Any]:
+    """Means over seeds and prompts, with two-level intervals (seeds, then shared prompts)."""
+
+    def table(rows: list[list[float]]) -> list[dict[str, list[float]]]:
+        return [{str(i): [v] for i, v in enumerate(row)} for row in rows]
+
+    def interval(rows: list[list[float]]) -> list[float] | None:
+        ci = bootstrap_ci_over_seeds(table(rows), shared_prompts=True)
+        return [round(x, 4) for x in ci] if ci else None
+
+    gains = [[b - a for a, b in zip(sa, sb)] for sa, sb in zip(start, end)]
+    mean = lambda rows: round(sum(sum(r) / len(r) for r in rows) / len(rows), 4)  # noqa: E731
+    return {
+        "start": mean(start),
+        "start_ci": interval(start),
+        "end": mean(end),
+        "end_ci": interval(end),
+        "gain": mean(gains),
+        "gain_ci": interval(gains),
+        "gain_per_seed": [round(sum(g) / len(g), 4) for g in gains],
+    }
+
+
+def _seeds_section(
+    pairs: Sequence[tuple[Evaluation, Evaluation]], role: str, ks: Sequence[int]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for mode in ("greedy", "sampled"):
+        figures = {}
+        for key in ("correct", "format"):
+            a = [_per_prompt(s, mode, role, key) for s, _ in pairs]
+            b = [_per_prompt(e, mode, role, key) for _, e in pairs]
+            if all(x is not None for x in a + b):
+                figures[key] = _over_seeds(a, b)  # type: ignore[arg-type]
+        if figures:
+            out[mode] = figures
+    for k in ks:
+        a = [_pass_at(s, role, k) for s, _ in pairs]
+        b = [_pass_at(e, role, k) for _, e in pairs]
+        if all(x is not None for x in a + b):
+            out[f"pass@{k}"] = _over_seeds(a, b)  # type: ignore[arg-type]
+    moved: Counter[str] = Counter()
+    for s, e in pairs:
+        a, b = _per_prompt(s, "greedy", role, "correct"), _per_prompt(e, "greedy", role, "correct")
+        if a is not None and b is not None:
+            moved.update(_transitions(a, b))
+    if moved:
+        out["transitions"] = dict(moved)
+    return out
+
+
+def seeds_report(
+    pairs: Sequence[tuple[Evaluation, Evaluation]], ks: Sequence[int] = DEFAULT_KS
+) -> dict[str, Any]:
+    """Start vs end of several training seeds, all evaluated on the same prompts.
+
+    ``pairs[s]`` is seed ``s``'s ``(start, end)`` (as for :func:`learning_report`).
+    Each figure is the mean over seeds of the mean over prompts; its 95% interval
+    resamples the seeds, then one shared set of prompts (so a gain some seeds do not
+    repeat widens it); ``gain_per_seed`` lists each seed's own paired gain;
+    transitions of the greedy answers are summed over seeds.
+
+    >>> def ev(*right):
+    ...     ep = lambda r: {"graded_role": "s", "prompt_id": None,
+    ...                     "per_role": {"s": {"answer_correct": r}}}
+    ...     return {"greedy": [ep(r) for r in right], "sampled": [[ep(r)] for r in right]}
+    >>> r = seeds_report([(ev(0, 0, 1), ev(1, 1, 1)), (ev(0, 0, 0), ev(1, 0, 0))], ks=(1,))
+    >>> r["team"]["greedy"]["correct"]["gain_per_seed"], r["team"]["transitions"]["wrong_to_right"]
+    ([0.6667, 0.3333], 3)
+    """
+    if not pairs:
+        raise ValueError("seeds_report needs at least one (start, end) pair of evaluations")
+    first = _prompt_ids(pairs[0][0])
+    for k, (s, e) in enumerate(pairs):
+        for name, ev in (("start", s), ("end", e)):
+            if _prompt_ids(ev) != first:
+                raise ValueError(
+                    f"seed {k}'s {name} evaluation covers other prompts than seed 0's start: "
+                    "evaluate every seed on the same prompts (same env, split and prompt count)"
+                )
+    roles: list[str] = []
+    for m in pairs[0][0].get("greedy") or []:
+        for role in m.get("per_role") or {}:
+            if role not in roles:
+                roles.append(role)
+    return {
+        "seeds": len(pairs),
+        "prompts": len(first),
+        "samples_per_prompt": min((len(r) for r in pairs[0][0].get("sampled") or []), default=0),
+        TEAM: _seeds_section(pairs, TEAM, ks),
+        "roles": {role: _seeds_section(pairs, role, ks) for role in roles},
+    }
+
+
+def render_seeds_report(report: Mapping[str, Any], title: str = "Learning over seeds") -> str:
+    """:func:`seeds_report` as Markdown: one table per role, each seed's gain beside the mean.
+
+    >>> print(render_seeds_report({"seeds": 0, "prompts": 0, "samples_per_prompt": 0,
+    ...                            "team": {}, "roles": {}}).splitlines()[2])
+    0 training seeds, each on the same 0 distinct prompts (0 samples per prompt). Intervals: 95% bootstrap over seeds, then prompts.
+    """
+    lines = [
+        f"# {title}",
+        "",
+        f"{report['seeds']} training seeds, each on the same {report['prompts']} distinct "
+        f"prompts ({report['samples_per_prompt']} samples per prompt). Intervals: 95% "
+        "bootstrap over seeds, then prompts.",
+        "",
+    ]
+    sections = [("team (graded role)", report.get(TEAM) or {})]
+    sections += [(f"role `{r}`", s) for r, s in (report.get("roles") or {}).items()]
+    for name, section in sections:
+        named = [
+            (f"{mode} {key}", fig)
+            for mode in ("greedy", "sampled")
+            for key, fig in (section.get(mode) or {}).items()
+        ]
+        named += [(key, fig) for key, fig in section.items() if key.startswith("pass@")]
+        if not named:
+            continue
+        lines += [
+            f"## {name}",
+            "",
+            "| figure | start | end | gain (paired) | gain per seed |",
+            "|---|---|---|---|---|",
+        ]
+        for label, fig in named:
+            per_seed = ", ".join(f"{g:+.3f}" for g in fig["gain_per_seed"])
+            lines.append(f"| {label} | {_figure(fig)} | {per_seed} |")
+        lines.append("")
+        if "transitions" in section:
+            t = section["transitions"]
+            lines.append(
+                f"Greedy answers, same prompts, all seeds: {t['wrong_to_right']} wrong -> right, "
+                f"{t['right_to_wrong']} right -> wrong, {t['right_to_right']} stayed right, "
+                f"{t['wrong_to_wrong']} stayed wrong."
+            )
+            lines.append("")
     return "\n".join(lines)

@@ -10,8 +10,10 @@ writable place; ``/dev`` and ``/`` read-only; no network; a seccomp filter
 (:mod:`flexmg.sandboxes.seccomp`) on calls like ``ptrace`` and ``bpf``. The zygote runs as pid 1
 of the sandbox (signals from inside cannot kill it), kills every process of a run
 when it ends and empties ``/tmp`` and IPC before the next one. A cgroup caps the
-number of processes (RLIMIT_NPROC does not work for a uid mapped to host root)
-and memory; rlimits cap CPU, address space, file size and open files.
+number of processes and memory; rlimits cap CPU, address space, file size and
+open files. As root, each worker's bubblewrap runs as a host uid of its own
+(:mod:`flexmg.sandboxes.uids`, started through :mod:`flexmg.sandboxes.dropuid`), so
+per-uid kernel quotas a run exhausts are its worker's alone.
 
 Example:
     >>> from flexmg.sandboxes import LocalSandbox

@@ -80,6 +80,28 @@ fd = libc.mq_open(b"/probe", os.O_CREAT | os.O_RDWR, 0o600, None)
 print(fd >= 0, ctypes.get_errno() if fd < 0 else 0)
 """
 
+SIG_FILL = """
+import ctypes, os, resource, signal
+ctypes.CDLL(None).prctl(15, TOKEN.encode(), 0, 0, 0)
+rt = list(range(signal.SIGRTMIN, signal.SIGRTMIN + 8))
+signal.pthread_sigmask(signal.SIG_BLOCK, rt)
+limit = resource.getrlimit(resource.RLIMIT_SIGPENDING)[0]
+for i in range(limit + 8):  # each queues one more (until the uid's quota is full)
+    os.kill(os.getpid(), rt[i % 8])
+with open('/proc/self/status') as f:
+    sigq = [line.split()[1] for line in f if line.startswith('SigQ:')][0]
+os.kill(os.getpid(), signal.SIGSTOP)
+print(sigq)
+"""
+
+# Queue one realtime signal to itself (blocked): 0, or the errno (EAGAIN: the uid's quota is full).
+SIG_CHECK = """
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
+print(0 if libc.sigqueue(os.getpid(), int(signal.SIGRTMIN), 0) == 0 else ctypes.get_errno())
+"""
+
 _boxes: dict[str, Sandbox] = {}
 
 
@@ -175,7 +197,7 @@ def test_a_run_filling_the_pipe_quota_does_not_reach_other_sandboxes() -> None:
 
 
 def _uids_of(pids: list[int]) -> set[int]:
-    out = set()
+    out: set[int] = set()
     for pid in pids:
         try:
             with open(f"/proc/{pid}/status") as f:
@@ -239,3 +261,26 @@ def test_a_malformed_uid_range_is_one_clear_line(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("FLEXMG_SANDBOX_UIDS", "lots")
     with pytest.raises(ValueError, match="FIRST:COUNT"):
         open_sandbox("local", workers=1)
+
+
+def test_a_run_filling_the_pending_signal_quota_does_not_reach_the_host_or_other_sandboxes() -> (
+    None
+):
+    import subprocess
+    import sys
+
+    other = _box("other", timeout=5.0)
+    host: list[str] = []
+    seen: list[ExecResult] = []
+
+    def check() -> None:
+        cmd = [sys.executable, "-I", "-S", "-c", SIG_CHECK]
+        host.append(subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout)
+        seen.append(other.run(SIG_CHECK))
+
+    attack = _while_held(SIG_FILL, check)
+    assert attack.status == "ok", (attack.status, attack.stderr)
+    count, limit = map(int, attack.stdout.split("/"))
+    assert count > limit - 100, attack.stdout  # the run filled (nearly all of) the quota
+    assert host == ["0\n"], f"the host could not queue a signal: {host}"
+    assert seen[0].stdout == "0\n", (seen[0].stdout, seen[0].stderr)

@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,3 +62,40 @@ def rewards_are_flat(episodes: Sequence[Sequence[Any]], truncation_penalty: floa
         for s in episode
     }
     return len(kinds) <= 1
+
+
+def role_rewards_differ(episodes: Sequence[Sequence[Any]]) -> tuple[Any, Any] | None:
+    """Two turns of one round whose roles got different rewards (the first found), or None.
+
+    >>> from types import SimpleNamespace as S
+    >>> ep = [S(role="a", round=0, reward=1.0), S(role="b", round=0, reward=0.0)]
+    >>> [s.role for s in role_rewards_differ([ep])], role_rewards_differ([ep[:1]])
+    (['a', 'b'], None)
+    """
+    for episode in episodes:
+        first: dict[int, Any] = {}
+        for s in episode:
+            seen = first.setdefault(int(s.round), s)
+            if float(s.reward) != float(seen.reward):
+                return seen, s
+    return None
+
+
+def credit_ignores_role_rewards(credit: Any, episodes: Sequence[Sequence[Any]]) -> bool:
+    """True when ``credit`` gives the same chains with every turn's reward set to the team's.
+
+    Such a credit function (MARFT's) trains every role on the team reward alone.
+
+    >>> from types import SimpleNamespace as S
+    >>> ep = [S(role="a", reward=1.0, team_reward=0.5, last_in_round=False),
+    ...       S(role="b", reward=0.0, team_reward=0.5, last_in_round=True)]
+    >>> credit_ignores_role_rewards(marft_credit, [ep]), credit_ignores_role_rewards(ippo_credit, [ep])
+    (True, False)
+    """
+    for episode in episodes:
+        as_team = [copy.copy(s) for s in episode]
+        for s in as_team:
+            s.reward = s.team_reward
+        if credit(episode) != credit(as_team):
+            return False
+    return True

@@ -46,7 +46,6 @@ import contextlib
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -598,7 +597,3 @@ class TeamPolicy(nn.Module):
                 adapters, parameter names or shapes), with what differs.
         """
         load_state(self, state)
-
-    def save_pretrained_adapters(self, folder: str | Path) -> None:
-        """Write each adapter in peft's format (``folder/<adapter>/``) for use outside flexmg."""
-        self.model.save_pretrained(str(folder), selected_adapters=list(self._lora_params))

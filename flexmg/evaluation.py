@@ -41,6 +41,7 @@ __all__ = [
     "IDENTITY_META",
     "distinct_prompt_seeds",
     "distinct_seed_plan",
+    "drop_unreported",
     "BatchPlayer",
     "evaluate",
     "evaluate_batches",
@@ -59,7 +60,8 @@ def evaluation_record(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ``success_rate``, ``format_rate``, ``correct_rate`` (team = graded role) and their
     ``*_ci`` (:func:`flexmg.metrics.prompt_intervals`), ``per_role`` (``success``,
     ``format``, ``correct``, ``truncated``) and ``format_error_rate`` per role when
-    the env reports it.
+    the env reports it. A rate no episode's metrics report is absent, not 0.0
+    (:func:`drop_unreported`).
     """
     s = summarize_episodes(metrics)
     ci = prompt_intervals(metrics)
@@ -77,6 +79,55 @@ def evaluation_record(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out["per_role"] = {role: dict(rates) for role, rates in s["per_role"].items()}
     if s["format_error"]:
         out["format_error_rate"] = s["format_error"]
+    return drop_unreported(out, metrics)
+
+
+def _reports(role_metrics: Any, keys: tuple[str, ...]) -> bool:
+    return isinstance(role_metrics, Mapping) and any(k in role_metrics for k in keys)
+
+
+FORMAT_KEYS = ("format_ok", "own_correct")
+"""Per-role metrics a format rate comes from (:func:`flexmg.metrics.role_format_ok`)."""
+CORRECT_KEYS = ("answer_correct", "own_correct")
+"""Per-role metrics a correctness rate comes from (:func:`flexmg.metrics.role_correct`)."""
+
+
+def drop_unreported(
+    record: dict[str, Any], episodes: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``record`` (an evaluation's) without the rates no episode's metrics report.
+
+    The team's ``format_rate``/``correct_rate`` (and ``_ci``) go when the graded
+    role of no episode reports them, each role's ``format``/``correct`` when that
+    role never does: an env that does not say whether an answer was well-formed
+    has no format rate, rather than a rate of 0.0.
+
+    >>> rec = {"format_rate": 0.0, "format_rate_ci": None, "correct_rate": 1.0,
+    ...        "per_role": {"a": {"format": 0.0, "correct": 1.0}}}
+    >>> drop_unreported(rec, [{"graded_role": "a", "per_role": {"a": {"answer_correct": True}}}])
+    {'correct_rate': 1.0, 'per_role': {'a': {'correct': 1.0}}}
+    """
+    out = dict(record)
+    graded = [
+        (m.get("per_role") or {}).get(m.get("graded_role"))
+        for m in episodes
+        if isinstance(m.get("per_role"), Mapping)
+    ]
+    for name, keys in (("format", FORMAT_KEYS), ("correct", CORRECT_KEYS)):
+        if not any(_reports(rm, keys) for rm in graded):
+            out.pop(f"{name}_rate", None)
+            out.pop(f"{name}_rate_ci", None)
+    if isinstance(out.get("per_role"), Mapping):
+        per_role = {}
+        for role, rates in out["per_role"].items():
+            said = [(m.get("per_role") or {}).get(role) for m in episodes]
+            per_role[role] = {
+                k: v
+                for k, v in dict(rates).items()
+                if k not in ("format", "correct")
+                or any(_reports(rm, FORMAT_KEYS if k == "format" else CORRECT_KEYS) for rm in said)
+            }
+        out["per_role"] = per_role
     return out
 
 

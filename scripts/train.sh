@@ -7,14 +7,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/flexmg train --env math-2agent --algo marft \
+# The settings of the 20-update runs the README reports (group learner: MARFT with its
+# critic has not yet been measured at Adam eps 1e-8; --algo marft runs it).
+SOLVER='"solver": "You are the solver. Solve the problem and put the final answer in \\boxed{}."'
+VERIFIER='"verifier": "Check the solution your teammate wrote for the task. If it is wrong, correct it. Give the final answer in \\\\boxed{}."'
+exec .venv/bin/flexmg train --env math-2agent --algo group --group-size 8 \
   --model smollm2-135m --lora-r 16 --lora-alpha 32 \
   --lora-target-modules q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj \
   --temperature 1.0 --role-temperature verifier=0.7 \
-  --role-max-new-tokens solver=48 verifier=24 --micro-batch 16 \
-  --lr 2e-4 --critic-lr 5e-4 --epochs 1 --minibatches 1 \
-  --updates 20 --episodes-per-update 32 --group-size 4 \
-  --eval-episodes 0 --checkpoint-every 5 --keep-checkpoints 0 \
+  --role-max-new-tokens solver=48 verifier=32 --micro-batch 16 \
+  --lr 2e-4 --epochs 1 --minibatches 1 --entropy-coef 0 --lr-schedule constant \
+  --updates 20 --episodes-per-update 64 \
+  --eval-episodes 0 --checkpoint-every 2 --keep-checkpoints 0 \
   --kw 'tasks={"name": "arithmetic", "max_operand": 40, "ops": "+"}' \
-  'prompts={"verifier": "You are the verifier. Check the previous answer; if it is wrong, correct it. Reply with only the final answer, like \\boxed{42}."}' \
+  "prompts={$SOLVER, $VERIFIER}" \
   "$@"

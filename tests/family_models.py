@@ -121,3 +121,18 @@ def build_family_model(
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
+
+
+def build_small_tiny_model(folder: Path) -> str:
+    """Save a random 1-layer character-level Qwen2 (the tiny model's shape) to ``folder``.
+
+    Fast on CPU; the trainer tests run ``flexmg train --model`` on it.
+    """
+    from flexmg.models.tiny.model import build_tiny_model, tiny_config
+    from flexmg.models.tiny.tokenizer import build_char_tokenizer
+
+    cfg = tiny_config(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2)  # fmt: skip
+    build_tiny_model(seed=0, config=cfg).save_pretrained(folder)
+    build_char_tokenizer().save_pretrained(folder)
+    return str(folder)

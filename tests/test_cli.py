@@ -20,7 +20,7 @@ def test_list_shows_roles_graph_and_description(capsys):
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["echo-v1"]["roles"] == "a -> b"
     assert rows["echo-v1"]["graph"] == "a->b"
-    assert "math-4agent-v2" in rows and rows["math-4agent-v2"]["description"]
+    assert "math-4agent-v3" in rows and rows["math-4agent-v3"]["description"]
 
 
 def test_check_prints_verdict(capsys):

@@ -49,10 +49,10 @@ def test_family_table_matches_what_the_envs_do(family) -> None:
 
 
 def test_unversioned_ids_resolve_to_the_newest_and_old_versions_say_what_exists() -> None:
-    assert flexmg.spec("math-2agent").id == "math-2agent-v2"
+    assert flexmg.spec("math-2agent").id == "math-2agent-v3"
     assert flexmg.spec("echo").id == "echo-v1"
     with pytest.raises(
-        UnknownEnvError, match=r"'math-2agent-v1' is out of date: use 'math-2agent-v2'"
+        UnknownEnvError, match=r"'math-2agent-v1' is out of date: use 'math-2agent-v3'"
     ):
         flexmg.make("math-2agent-v1")
 
@@ -85,6 +85,10 @@ def _play_math(messages: dict[str, str], env_id: str = "math-2agent", seed: int 
         ("\\boxed{GOLD1} hmm, no: \\boxed{GOLD}", False, False, False),  # two answers: none
         ("\\boxed{GOLD1}", True, False, False),  # boxed, wrong value
         ("I cannot tell.", False, False, False),  # the graded role always gets a bool
+        # a box that commits to no value earns no format credit (v3): no farming the term
+        ("\\boxed{not sure}", False, False, False),
+        ("\\boxed{?}", False, False, False),
+        ("\\boxed{maybe GOLD}", False, False, False),
     ],
 )
 def test_math_credit_separates_format_from_correctness(
@@ -98,7 +102,7 @@ def test_math_credit_separates_format_from_correctness(
         success,
     )
     assert graded["own_correct"] is (format_ok and answer_correct)
-    assert graded["format_error"] is not format_ok
+    assert graded["format_error"] is not format_ok or "\\boxed{" in verifier
     assert metrics["score"] == pytest.approx(0.9 * answer_correct + 0.1 * format_ok)
     assert (metrics["format_ok"], metrics["answer_correct"]) == (format_ok, answer_correct)
     solver = metrics["per_role"]["solver"]  # no number at all: no answer to judge

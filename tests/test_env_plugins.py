@@ -82,7 +82,7 @@ def test_an_installed_plugin_shows_in_every_command(tmp_path: Path) -> None:
     listed = flexmg_cli("list", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {r["id"]: r for r in json.loads(listed.stdout)}
-    assert rows["dice-v0"]["roles"] == "caller -> checker" and "math-2agent-v2" in rows
+    assert rows["dice-v0"]["roles"] == "caller -> checker" and "math-2agent-v3" in rows
     checked = flexmg_cli("check", "dice", "--cycles", "2")
     assert checked.returncode == 0 and "CONFORMANT" in checked.stdout, checked.stderr
     played = flexmg_cli("play", "dice", "--seed", "1", stdin="3\n\n3\n\n")
@@ -115,7 +115,7 @@ def test_the_example_plugin_from_a_dist_info_works_in_the_cli(tmp_path: Path) ->
 
     listed = flexmg_cli("list", "--json")
     assert listed.returncode == 0, listed.stderr
-    assert {r["id"] for r in json.loads(listed.stdout)} >= {"dice-v0", "math-2agent-v2"}
+    assert {r["id"] for r in json.loads(listed.stdout)} >= {"dice-v0", "math-2agent-v3"}
     for spec in ("dice", "flexmg_dice:make_env"):
         checked = flexmg_cli("check", spec, "--cycles", "2")
         assert checked.returncode == 0 and "CONFORMANT" in checked.stdout, checked.stderr

@@ -92,7 +92,10 @@ def test_empty_and_hostile_metrics_do_not_crash() -> None:
     out = evaluation_record([{}, {"per_role": "nonsense", "task_id": None}])
     assert out["episodes"] == 2 and out["success_rate"] == 0.0
     assert evaluation_record([])["success_rate_ci"] is None
-    assert pytest.approx(0.0) == evaluation_record([{"per_role": {"a": None}}])["format_rate"]
+    # a rate no episode reports is absent, not 0.0
+    assert "format_rate" not in evaluation_record([{"per_role": {"a": None}}])
+    said = [{"graded_role": "a", "per_role": {"a": {"format_ok": False}}}]
+    assert pytest.approx(0.0) == evaluation_record(said)["format_rate"]
 
 
 def test_prompts_are_the_prompt_text_not_the_task_id() -> None:

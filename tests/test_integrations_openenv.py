@@ -112,7 +112,7 @@ def test_flexmg_session_plays_and_keeps_field_paths_in_refusals(server):
     from flexmg.integrations.openenv_client import FlexMGSession, ServerRefusedError
 
     kwargs = {"max_action_chars": 2000}
-    with FlexMGSession(server, env_id="math-2agent-v2", env_kwargs=kwargs) as session:
+    with FlexMGSession(server, env_id="math-2agent-v3", env_kwargs=kwargs) as session:
         answer = answer_of(3)
         assert session.reset(seed=3).observation["role"] == "solver"
         with pytest.raises(ServerRefusedError, match=r"message: Input should be a valid string"):
@@ -142,9 +142,9 @@ def test_a_client_told_another_env_or_kwargs_is_refused(server):
         "env_id": "math-2agent",
         "env_kwargs": {"max_action_chars": 2000},
     }
-    with pytest.raises(ServerMismatchError, match="plays math-2agent-v2 with kwargs"):
+    with pytest.raises(ServerMismatchError, match="plays math-2agent-v3 with kwargs"):
         FlexMGSession(server, env_id="math-3agent", env_kwargs={"max_action_chars": 2000})
-    with pytest.raises(ServerMismatchError, match="was told math-2agent-v2 with kwargs {}"):
+    with pytest.raises(ServerMismatchError, match="was told math-2agent-v3 with kwargs {}"):
         FlexMGSession(server, env_id="math-2agent")
     with pytest.raises(ValueError, match="give both"):
         FlexMGSession(server, env_kwargs={"horizon": 2})

@@ -295,7 +295,10 @@ def test_agent_loop_rewards_a_solved_episode_and_masks_frozen_roles(
     assert tokenizer.decode(out.response_ids[v0:v1], skip_special_tokens=True) == texts[1]
 
     wrong = StandInServer(scripted_generate(tokenizer, ["x", "\\boxed{-99999}"]))
-    assert play(config, tokenizer, wrong, row).reward_score == 0.0
+    # a boxed wrong value earns only the env's format term (math v3: 0.1)
+    assert play(config, tokenizer, wrong, row).reward_score == pytest.approx(0.1)
+    refusal = StandInServer(scripted_generate(tokenizer, ["x", "\\boxed{no idea}"]))
+    assert play(config, tokenizer, refusal, row).reward_score == 0.0
 
 
 def test_agent_loop_out_of_budget_finishes_the_episode_without_crashing(

@@ -254,3 +254,9 @@ def test_flexmg_train_runs_two_updates_on_each_family(family: str, tmp_path: Pat
         assert all(r["actor_steps"] > 0 and "clipfrac/solver" in r for r in train)
         config = json.loads((tmp_path / name / "config.json").read_text())
         assert config["policy_config"]["share_parameters"] is (name == "shared")
+        # the completed run exported each role's LoRA in peft's layout
+        adapters = tmp_path / name / "adapters"
+        manifest = json.loads((adapters / "flexmg_adapters.json").read_text())
+        assert manifest["base_model"] == path and set(manifest["roles"]) == {"solver", "verifier"}
+        for adapter in set(manifest["roles"].values()):
+            assert (adapters / adapter / "adapter_model.safetensors").is_file()

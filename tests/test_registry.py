@@ -19,7 +19,7 @@ def test_unversioned_resolves_to_latest():
 
 
 def test_unknown_id_suggests_close_matches():
-    with pytest.raises(UnknownEnvError, match=r"Did you mean.*math-4agent-v2"):
+    with pytest.raises(UnknownEnvError, match=r"Did you mean.*math-4agent-v3"):
         flexmg.make("math-4agnet")
 
 
@@ -41,7 +41,7 @@ def test_missing_optional_dependency_names_the_extra(tmp_path, monkeypatch):
 
 def test_pprint_registry_lists_builtins():
     text = flexmg.pprint_registry(print_output=False)
-    for env_id in ["echo-v1", "math-4agent-v2", "code-2agent-v1", "relay-2agent-v1"]:
+    for env_id in ["echo-v1", "math-4agent-v3", "code-2agent-v1", "relay-2agent-v2"]:
         assert env_id in text
 
 

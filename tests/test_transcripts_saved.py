@@ -35,15 +35,9 @@ from flexmg.view import ViewError, load_collection, page_data  # noqa: E402
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory):
     """A random 1-layer character-level Qwen2 saved as a local model folder (fast on CPU)."""
-    from flexmg.models.tiny.model import build_tiny_model, tiny_config
-    from flexmg.models.tiny.tokenizer import build_char_tokenizer
+    from family_models import build_small_tiny_model
 
-    d = tmp_path_factory.mktemp("model")
-    cfg = tiny_config(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=2)  # fmt: skip
-    build_tiny_model(seed=0, config=cfg).save_pretrained(d)
-    build_char_tokenizer().save_pretrained(d)
-    return str(d)
+    return build_small_tiny_model(tmp_path_factory.mktemp("model"))
 
 
 def _train(model: str, run: Path, *extra: str) -> None:

@@ -13,8 +13,8 @@ Example:
     >>> from flexmg.envs.families import math
     >>> flexmg.make("math-2agent").possible_agents == list(math.TEAMS["math-2agent"])
     True
-    >>> flexmg.spec("math-2agent").id, "relay-2agent-v1" in BUILTIN_ENVS
-    ('math-2agent-v2', True)
+    >>> flexmg.spec("math-2agent").id, "relay-2agent-v2" in BUILTIN_ENVS
+    ('math-2agent-v3', True)
 """
 
 from __future__ import annotations

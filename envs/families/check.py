@@ -15,7 +15,7 @@ shown to it in round 2.
 
 | | |
 |---|---|
-| Ids | ``check-2agent-v0``, ``check-1agent-v0`` |
+| Ids | ``check-2agent-v1``, ``check-1agent-v1`` |
 | Agents (graph order) | 2: solver -> checker; 1: solver (horizon 2) |
 | Graph | a path: the checker sees the solver's message and the env's evaluation of its expression |
 | Observation keys | ``task`` (the problem for the solver; a notice that it is hidden for the checker), ``role``, ``instructions``, ``round``, ``context``, ``feedback`` |
@@ -27,6 +27,7 @@ shown to it in round 2.
 | Credit info | as in the math family (``answer``, ``own_correct``, ``format_ok``, ``answer_correct``, ``format_error``, ``grade_reason``, ``graded``); the solver's turn records ``annotation`` (the evaluation, or why there is none) |
 
 Version history:
+    v1: the format term is paid only for a box that commits to a value (right or wrong): a box holding a hedge, prose or a free variable earns nothing (the math family's v3 reward).
     v0: first release.
 
 Example:
@@ -57,7 +58,7 @@ from flexmg.family import Family
 from flexmg.tasks import Task, check_split, split_of, stable_hash
 from flexmg.workflow import Workflow
 
-VERSION = 0
+VERSION = 1
 
 #: Env name -> its roles in graph order (the last one is graded).
 TEAMS: dict[str, tuple[str, ...]] = {

@@ -2,24 +2,28 @@
 
 | | |
 |---|---|
-| Ids | ``math-1agent-v2``, ``math-2agent-v2``, ``math-3agent-v2``, ``math-4agent-v2`` |
+| Ids | ``math-1agent-v3``, ``math-2agent-v3``, ``math-3agent-v3``, ``math-4agent-v3`` |
 | Agents (graph order) | 1: solver; 2: solver -> verifier; 3: planner -> solver -> verifier; 4: decomposer -> planner -> executor -> verifier |
 | Graph | full chain: each role sees every earlier role's message of the round |
 | Observation keys | ``task``, ``role``, ``instructions``, ``round``, ``context``, ``feedback`` |
 | Action | text (``str``; cut at ``max_action_chars`` and flagged) |
-| Reward | ``(1 - format_weight) * correct + format_weight * format_ok`` of the graded role: ``correct`` when its answer has the gold value however it is written (its one boxed answer, else, with no box at all, its last number; several different boxes commit to nothing), ``format_ok`` when it gives exactly one ``\\boxed{}`` answer; ``format_weight`` 0.1 by default; an episode's rewards add up to its final score |
+| Reward | ``(1 - format_weight) * correct + format_weight * format_ok`` of the graded role: ``correct`` when its answer has the gold value however it is written (its one boxed answer, else, with no box at all, its last number; several different boxes commit to nothing), ``format_ok`` when it gives exactly one ``\\boxed{}`` answer holding a value (right or wrong); ``format_weight`` 0.1 by default; an episode's rewards add up to its final score |
 | Graded role | the last role of the round (verifier; the solver alone in math-1agent) |
 | Episode end | terminated when solved (the graded answer's value is right) or when the last round (``horizon``, default 1) is judged; truncated only by ``max_rounds`` |
 | Arguments | ``tasks`` (default: ``arithmetic`` difficulty 1), ``split``, ``horizon``, ``max_rounds``, ``roles``, ``prompts``, ``max_action_chars``, ``render_mode``, ``grade_timeout``, ``format_weight`` |
 | Credit info | ``infos[role]``: ``answer`` (the value the role committed to: its one boxed answer, else, with no box at all, its last number; None), ``answer_kind`` (``right``, ``off_by_one``, ``sign``, ``no_answer``, ``repeats_earlier``, ``other``), ``copies_earlier`` (its answer is one an earlier role of the round gave), ``own_correct``, ``format_ok``, ``answer_correct``, ``format_error``, ``grade_reason``, ``graded`` |
 
-``format_ok`` is True when the message gives exactly one boxed answer (the same
-box repeated counts once); ``answer_correct`` says whether the role's answer
-has the right value however it is written: the boxed answer when there is one,
-else the last number or fraction in the message (None for a role whose
+``format_ok`` is True when the message gives exactly one boxed answer that holds a
+value, right or wrong (the same box repeated counts once); ``answer_correct`` says
+whether the role's answer has the right value however it is written: the boxed
+answer when there is one, else the last number or fraction in the message (None for a role whose
 message holds none; the graded role always gets a bool).
 
 Version history:
+    v3: ``format_ok`` (and the format term) needs a box that commits to a value,
+        right or wrong: ``\\boxed{not sure}``, a hedge, prose or a free variable in
+        the box earns no format credit and commits to no answer (a policy could
+        farm the term by boxing anything).
     v2: the reward credits the graded answer's value however it is written
         (a model that answers "The answer is 12." is right), and the box is a
         separate, smaller shaping term (``format_weight``, default 0.1); an
@@ -59,7 +63,7 @@ from flexmg.family import Family, WarmStart
 from flexmg.tasks import Split, Task, TaskSource
 from flexmg.workflow import Workflow
 
-VERSION = 2
+VERSION = 3
 
 #: Env name -> its roles in graph order (the last one is graded).
 TEAMS: dict[str, tuple[str, ...]] = {
@@ -169,8 +173,10 @@ class MathReward:
         number; several different boxes (or an empty one) commit to nothing.
         """
         result = self._grade(text, task)
-        if not result.format_error:
+        if committed(result):
             return result, _shown(result.extracted), result.score >= 1.0
+        if not result.format_error:  # one box, but it holds no value (a hedge, prose, ...)
+            return result, None, False
         if "\\boxed" in text or "\\fbox" in text:
             return result, None, None
         value = last_value(text)
@@ -180,7 +186,7 @@ class MathReward:
         """The reward ``text`` earns as the graded answer: the value plus the format term."""
         result, _, correct = self.read(text, task)
         w = self.format_weight
-        return (1.0 - w) * bool(correct) + w * (not result.format_error)
+        return (1.0 - w) * bool(correct) + w * committed(result)
 
     def credit(self, turn: TurnRecord, task: Task, graded: bool) -> tuple[dict[str, Any], Any]:
         """The credit info of one turn, and its grade result (None when not graded)."""
@@ -198,7 +204,7 @@ class MathReward:
         info = {
             "own_correct": result.score >= 1.0,
             "format_error": bool(result.format_error),
-            "format_ok": not result.format_error,
+            "format_ok": committed(result),
             "answer": answer,
             "answer_correct": answer_correct,
             "grade_reason": result.reason,
@@ -231,6 +237,19 @@ class MathReward:
                 "answer_correct": correct,
             },
         )
+
+
+def committed(result: Any) -> bool:
+    r"""Whether a grade result is one boxed answer that commits to a value (right or wrong).
+
+    A box the grader reads but that holds no value (``\boxed{not sure}``, prose, a
+    hedge, a free variable) earns no format credit: the term pays for an answer, not a box.
+
+    >>> from flexmg.envs.math import grade_detailed
+    >>> committed(grade_detailed(r"\boxed{7}", "5")), committed(grade_detailed(r"\boxed{?}", "5"))
+    (True, False)
+    """
+    return not result.format_error and result.reason in ("correct", "wrong")
 
 
 def _name_answers(role_info: dict[str, dict[str, Any]], task: Task) -> None:

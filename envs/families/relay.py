@@ -8,7 +8,7 @@ only be learned from the team reward, because the reader is never graded.
 
 | | |
 |---|---|
-| Ids | ``relay-2agent-v1``, ``relay-3agent-v1`` |
+| Ids | ``relay-2agent-v2``, ``relay-3agent-v2`` |
 | Agents (graph order) | 2: reader -> solver; 3: reader -> courier -> solver |
 | Graph | a path: each role sees only the previous role's message of the round |
 | Observation keys | ``task`` (the problem for the reader; a notice that it is hidden for the others), ``role``, ``instructions``, ``round``, ``context``, ``feedback`` |
@@ -23,6 +23,7 @@ With ``horizon > 1`` the earlier rounds' messages and the feedback are shown
 to every role, as in every flexmg env.
 
 Version history:
+    v2: the format term is paid only for a box that commits to a value (right or wrong): a box holding a hedge, prose or a free variable earns nothing (the math family's v3 reward).
     v1: the math family's v2 reward (the value, however written, plus a small
         format term); solved when the solver's value is right.
     v0: first release.
@@ -62,7 +63,7 @@ from flexmg.family import Family, WarmStart
 from flexmg.tasks import Task
 from flexmg.workflow import Workflow
 
-VERSION = 1
+VERSION = 2
 
 #: Env name -> its roles in graph order (the last one is graded).
 TEAMS: dict[str, tuple[str, ...]] = {

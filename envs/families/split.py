@@ -7,7 +7,7 @@ mute holder the solver can do no better than guessing ``A`` (about 1 in 90).
 
 | | |
 |---|---|
-| Ids | ``split-2agent-v0`` |
+| Ids | ``split-2agent-v1`` |
 | Agents (graph order) | 2: holder -> solver |
 | Graph | a path: the solver sees the holder's message of the round |
 | Observation keys | ``task`` (the role's own part: ``A`` for the holder, ``B`` and the operation for the solver), ``role``, ``instructions``, ``round``, ``context``, ``feedback`` |
@@ -19,6 +19,7 @@ mute holder the solver can do no better than guessing ``A`` (about 1 in 90).
 | Credit info | as in the math family: ``answer``, ``own_correct``, ``format_ok``, ``answer_correct``, ``format_error``, ``grade_reason``, ``graded`` |
 
 Version history:
+    v1: the format term is paid only for a box that commits to a value (right or wrong): a box holding a hedge, prose or a free variable earns nothing (the math family's v3 reward).
     v0: first release.
 
 Example:
@@ -47,7 +48,7 @@ from flexmg.family import Family
 from flexmg.tasks import Task, check_split, split_of, stable_hash
 from flexmg.workflow import Workflow
 
-VERSION = 0
+VERSION = 1
 
 #: Env name -> its roles in graph order (the last one is graded).
 TEAMS: dict[str, tuple[str, ...]] = {"split-2agent": ("holder", "solver")}

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from flexmg.cli.common import CommandError, check_env
+from flexmg.tasks import SPLITS
 
 
 def add_command(sub: Any) -> None:
@@ -37,7 +38,12 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", help="env id (default: the run's env)")
     p.add_argument("--episodes", type=int, default=200, help="episodes (default 200)")
     p.add_argument("--checkpoint", help="checkpoint file (default: the run's newest)")
-    p.add_argument("--split", choices=["eval", "train", "all"], default="eval")
+    p.add_argument(
+        "--split",
+        choices=list(SPLITS),
+        default="eval",
+        help="the task split to draw from (default eval; test: the held-out prompts nothing was tuned on)",
+    )
     p.add_argument("--seed", type=int, default=0, help="first episode seed (default 0)")
     p.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
     p.add_argument("--device", help="override the run's device")

@@ -5,6 +5,10 @@ Examples::
     flexmg train --algo marft --env math-2agent          # the main job: tiny model, CPU
     flexmg train --algo ippo --env math-3agent --seed 1 --updates 60
     flexmg train --resume runs/math-2agent-marft-20250101-120000
+
+Ctrl-C finishes the update under way, saves a checkpoint, prints where and how to
+resume, and exits with status 130; a second Ctrl-C aborts at once (the newest
+complete checkpoint stays).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from flexmg.agents.config import TrainConfig
+from flexmg.agents.stop import TrainingInterrupted
 from flexmg.cli.common import CommandError, check_env, check_role_names
 from flexmg.settings import add_flags, flag_values, from_flags, nested_fields
 
@@ -26,7 +31,9 @@ def add_command(sub: Any) -> None:
     p = sub.add_parser(
         "train",
         help="train MARFT or IPPO on an env (tiny model on CPU by default)",
-        description="Train a team of LoRA agents with MARFT or IPPO and write a run folder.",
+        description="Train a team of LoRA agents with MARFT or IPPO and write a run folder. "
+        "Ctrl-C finishes the update under way, saves a checkpoint and exits (status 130); "
+        "--resume RUN_DIR continues exactly. A second Ctrl-C aborts at once.",
     )
     add_train_arguments(p)
     p.set_defaults(func=run)
@@ -70,6 +77,23 @@ def check_model(name: str) -> None:
         raise CommandError(problem)
 
 
+INTERRUPTED = 130
+"""The exit status after Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+def aborted_line(run_dir: Path) -> str:
+    """What a second Ctrl-C leaves: the newest complete checkpoint, and how to go on from it."""
+    from flexmg.agents.checkpoint import latest_checkpoint
+
+    last = latest_checkpoint(run_dir / "checkpoints")
+    if last is None:
+        return f"aborted: no checkpoint saved yet in {run_dir}; start the run again"
+    return (
+        f"aborted: the newest checkpoint {last} is intact; continue with: "
+        f"flexmg train --resume {run_dir}"
+    )
+
+
 RESUME_MAY_CHANGE = {"updates", "progress", "eval_every", "transcripts"}
 """What ``--resume`` lets the flags change: how long the run goes on and how it reports."""
 
@@ -108,6 +132,16 @@ def run(args: argparse.Namespace) -> int:
         summary = trainer.run()
     except FileExistsError as exc:
         raise CommandError(str(exc)) from exc
+    except TrainingInterrupted as stop:
+        print(
+            f"stopped after update {stop.update} of {trainer.config.updates}: saved "
+            f"{stop.checkpoint}; continue with: flexmg train --resume {stop.run_dir}",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
+    except KeyboardInterrupt:
+        print(aborted_line(trainer.run_dir), file=sys.stderr)
+        return INTERRUPTED
     keys = ("eval_start", "eval_end", "correct_start", "correct_end", "format_start",
             "format_end", "eval_prompts", "updates", "wall_seconds", "run_dir")  # fmt: skip
     print(json.dumps({k: summary.get(k) for k in keys}, indent=2))

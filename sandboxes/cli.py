@@ -30,7 +30,7 @@ def _status(args: argparse.Namespace) -> int:
             if name == "unsafe":
                 print(f"{name:7} works (no isolation: only when asked for by name)")
             elif name == "local" and why is None:
-                print(f"{name:7} works ({_seccomp_state()})")
+                print(f"{name:7} works ({_seccomp_state()}; {_uid_state()})")
             else:
                 print(f"{name:7} {'works' if why is None else 'unavailable: ' + why}")
         auto = "docker" if status["docker"] is None else "local"
@@ -46,6 +46,20 @@ def _seccomp_state() -> str:
     if seccomp_enabled():
         return f"seccomp filter on, {platform.machine()}"
     return "seccomp filter OFF (FLEXMG_SANDBOX_SECCOMP=0 or no syscall table for this machine)"
+
+
+def _uid_state() -> str:
+    from .local import probe_worker_uids
+    from .uids import uid_range
+
+    try:
+        rng = uid_range()
+    except ValueError as e:
+        return str(e)
+    why = probe_worker_uids() if rng is not None else "switched off (FLEXMG_SANDBOX_UIDS=off)"
+    if why is None and rng is not None:
+        return f"each worker a host uid of its own from {rng[0]}"
+    return f"workers share the caller's uid: {why}"
 
 
 def _build(args: argparse.Namespace) -> int:

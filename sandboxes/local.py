@@ -10,8 +10,10 @@ writable place; ``/dev`` and ``/`` read-only; no network; a seccomp filter
 (:mod:`flexmg.sandboxes.seccomp`) on calls like ``ptrace`` and ``bpf``. The zygote runs as pid 1
 of the sandbox (signals from inside cannot kill it), kills every process of a run
 when it ends and empties ``/tmp`` and IPC before the next one. A cgroup caps the
-number of processes (RLIMIT_NPROC does not work for a uid mapped to host root)
-and memory; rlimits cap CPU, address space, file size and open files.
+number of processes and memory; rlimits cap CPU, address space, file size and
+open files. As root, each worker's bubblewrap runs as a host uid of its own
+(:mod:`flexmg.sandboxes.uids`, started through :mod:`flexmg.sandboxes.dropuid`), so
+per-uid kernel quotas a run exhausts are its worker's alone.
 
 Example:
     >>> from flexmg.sandboxes import LocalSandbox
@@ -24,18 +26,22 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import shutil
 import subprocess
+import sys
 import uuid
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from . import seccomp
+from . import dropuid, seccomp
 from .base import Sandbox, SandboxUnavailable
 from .cgroups import CgroupUnavailable, WorkerCgroup
 from .limits import Limits, cleanup_budget
 from .rootfs import Manifest, python_manifest
+from .uids import DEFAULT_RANGE, WorkerUid, uid_range
 from .worker import PipeWorker, Worker, zygote_argv
 
 SANDBOX_UID = 65534
@@ -160,6 +166,65 @@ def probe_local() -> str | None:
     return None
 
 
+def _reveal(m: Manifest) -> list[str]:
+    """The host paths bubblewrap binds (made reachable for a worker uid by :mod:`dropuid`)."""
+    return [src for src, _ in m.files] + [m.stdlib[0]]
+
+
+def as_worker_uid(
+    argv: list[str], host_uid: int, m: Manifest, cgroup_procs: list[str] | None = None
+) -> list[str]:
+    """``argv`` run through :mod:`dropuid`: in the worker's cgroups, as ``host_uid``."""
+    cfg = {"uid": host_uid, "cgroup_procs": cgroup_procs or [], "reveal": _reveal(m)}
+    helper = sys.executable or shutil.which("python3") or "python3"
+    return [helper, "-I", "-S", dropuid.__file__, json.dumps(cfg), *argv]
+
+
+@functools.lru_cache(maxsize=1)
+def probe_worker_uids() -> str | None:
+    """None when each worker can run as a host uid of its own here, else why not.
+
+    Needs root (the host switches uid) and unprivileged user namespaces (the
+    worker's bubblewrap then runs as that uid). ``FLEXMG_SANDBOX_UIDS=off`` (read
+    when a sandbox is created) turns the feature off whatever this says.
+    """
+    if os.geteuid() != 0:
+        return "not root: every worker runs as the calling user"
+    try:
+        rng = uid_range() or DEFAULT_RANGE
+    except ValueError as e:
+        return str(e)
+    if probe_local() is not None:
+        return "the local backend does not work here"
+    try:
+        held = WorkerUid.acquire(*rng)
+    except OSError as e:
+        return f"no sandbox uid: {e}"
+    try:
+        m = python_manifest()
+        with _seccomp_fd() as fd:
+            cmd = [*bwrap_args(m, Limits(), fd), m.python, "-I", "-S", "-c", "print(1)"]
+            out = subprocess.run(
+                as_worker_uid(cmd, held.uid, m),
+                capture_output=True,
+                text=True,
+                timeout=30,
+                env={},
+                cwd="/",
+                pass_fds=_fds(fd),
+            )
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"could not start bwrap as uid {held.uid}: {e}"
+    finally:
+        held.release()
+    if out.returncode != 0 or out.stdout.strip() != "1":
+        return (
+            f"bwrap as uid {held.uid} failed (exit {out.returncode}): {out.stderr.strip()[-400:]}"
+            "; unprivileged user namespaces must be allowed"
+        )
+    return None
+
+
 class CgroupWorker(PipeWorker):
     """A :class:`PipeWorker` whose process tree lives in its own cgroup."""
 
@@ -170,10 +235,17 @@ class CgroupWorker(PipeWorker):
         cgroup: WorkerCgroup | None,
         cwd: str | None = None,
         pass_fds: tuple[int, ...] = (),
+        host_uid: WorkerUid | None = None,
+        manifest: Manifest | None = None,
     ) -> None:
         self.cgroup = cgroup
+        self.host_uid = host_uid
         self.oom_seen = cgroup.oom_kills() if cgroup else 0
-        if cgroup is not None:
+        if host_uid is not None and manifest is not None:
+            procs = cgroup.procs_files if cgroup is not None else []
+            argv = as_worker_uid(argv, host_uid.uid, manifest, procs)
+            cwd = "/"
+        elif cgroup is not None:
             files = cgroup.procs_files
             script = (
                 'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do echo $$ > "$1" || exit 97; '
@@ -194,6 +266,9 @@ class CgroupWorker(PipeWorker):
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
+        if self.host_uid is not None:  # every process of the worker is gone now
+            self.host_uid.release()
+            self.host_uid = None
 
 
 class LocalSandbox(Sandbox):
@@ -217,6 +292,14 @@ class LocalSandbox(Sandbox):
         super().__init__(limits or Limits.from_kwargs(**limit_kwargs), workers=workers)
         self._manifest = python_manifest()
         self._use_cgroup = True
+        wanted = uid_range()  # ValueError on a malformed FLEXMG_SANDBOX_UIDS
+        why_not = probe_worker_uids() if wanted is not None else None
+        self._uids = wanted if why_not is None else None
+        if why_not is not None:
+            warnings.warn(
+                f"sandbox workers share the caller's uid (root) and its kernel quotas: {why_not}",
+                stacklevel=2,
+            )
 
     def _config(self) -> dict[str, Any]:
         return {
@@ -245,7 +328,14 @@ class LocalSandbox(Sandbox):
                 raise SandboxUnavailable(str(e)) from None
             self._use_cgroup = False  # unprivileged: RLIMIT_NPROC applies to our own uid
         own_cpu = cgroup is not None and cgroup.has_cpu_group  # autogroups do not apply
+        held: WorkerUid | None = None
+        w: CgroupWorker | None = None
         try:
+            if self._uids is not None:
+                try:
+                    held = WorkerUid.acquire(*self._uids)
+                except OSError as e:
+                    raise SandboxUnavailable(f"no host uid for a sandbox worker: {e}") from None
             with _seccomp_fd() as fd:
                 argv = [
                     *bwrap_args(self._manifest, lim, fd),
@@ -254,11 +344,18 @@ class LocalSandbox(Sandbox):
                         {**self._config(), "cpu": cpu, "session_per_run": not own_cpu},
                     ),
                 ]
-                w = CgroupWorker(argv, {}, cgroup, pass_fds=_fds(fd))
+                w = CgroupWorker(
+                    argv, {}, cgroup, pass_fds=_fds(fd), host_uid=held, manifest=self._manifest
+                )
             w.wait_ready()
         except BaseException:
-            if cgroup is not None:
-                cgroup.remove()
+            if w is not None:
+                w.close()  # kills it, removes the cgroup, gives the uid back
+            else:
+                if cgroup is not None:
+                    cgroup.remove()
+                if held is not None:
+                    held.release()
             raise
         return w
 

@@ -23,7 +23,6 @@ from flexmg.sandboxes import ExecResult, Sandbox
 from flexmg.sandboxes.testing import open_sandbox
 
 
-
 def _why_no_worker_uids() -> str | None:
     """Why this host gives the local workers no uids of their own (None: it does)."""
     if os.geteuid() != 0:

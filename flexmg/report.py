@@ -354,9 +354,10 @@ def _seeds_section(
             out[f"pass@{k}"] = _over_seeds(a, b)  # type: ignore[arg-type]
     moved: Counter[str] = Counter()
     for s, e in pairs:
-        a, b = _per_prompt(s, "greedy", role, "correct"), _per_prompt(e, "greedy", role, "correct")
-        if a is not None and b is not None:
-            moved.update(_transitions(a, b))
+        was = _per_prompt(s, "greedy", role, "correct")
+        now = _per_prompt(e, "greedy", role, "correct")
+        if was is not None and now is not None:
+            moved.update(_transitions(was, now))
     if moved:
         out["transitions"] = dict(moved)
     return out

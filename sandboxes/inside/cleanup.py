@@ -16,6 +16,12 @@ import time
 
 from .procstate import reset_proc_state
 
+# typing is never imported in the sandbox (start-up time): mypy reads this name as True
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .forkserver import ForkServerLink
+    from .spares import Spare
+
 # Seconds the between-run delete may take; past it the worker retires (its next job
 # is answered "retire" and the host runs that job on a fresh worker).
 CLEANUP_BUDGET = 1.0
@@ -189,12 +195,24 @@ def _wait_exits(handles: list[int | None], timeout: float = 2.0) -> None:
 
 
 class RunCleanup:
-    """The zygote's between-run cleanup (mixed into :class:`.zygote.Zygote`).
+    """The zygote's between-run cleanup (mixed into :class:`.zygote.Zygote`)."""
 
-    It uses the zygote's state (``config``, ``tmp_root``, ``pid1``, ``fs``,
-    ``spare``, ``server``, ``proc_state``, ``retire``) and helpers (``_kill_pid``,
-    ``_reap``, ``_spare_pids``, ``_drop_spare``, ``_drop_server``, ``_intact``).
-    """
+    if TYPE_CHECKING:  # the zygote's state and helpers this part uses
+        config: dict
+        tmp_root: str
+        pid1: bool
+        fs: ForkServerLink
+        spare: Spare | None
+        server: dict | None
+        proc_state: dict[str, bytes]
+        retire: bool
+
+        def _kill_pid(self, pid: int | None) -> None: ...
+        def _reap(self) -> None: ...
+        def _spare_pids(self) -> None: ...
+        def _drop_spare(self) -> None: ...
+        def _drop_server(self) -> None: ...
+        def _intact(self, pid: int | None) -> bool: ...
 
     def _victims(self) -> list[int]:
         """Every live process of the last run (true zombies are left to their reapers;

@@ -15,6 +15,11 @@ import socket
 
 from .procs import _dying, _signalled
 
+# typing is never imported in the sandbox (start-up time): mypy reads this name as True
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .forkserver import ForkServerLink
+
 
 class Spare:
     """The next run's idle processes and the pipes of that run: the zygote's ends
@@ -52,11 +57,19 @@ class Spare:
 
 
 class SpareKeeper:
-    """The zygote's spare runner, judge and judge server (mixed into :class:`.zygote.Zygote`).
+    """The zygote's spare runner, judge and judge server (mixed into :class:`.zygote.Zygote`)."""
 
-    It uses the zygote's state (``fs``, ``spare``, ``server``, ``last_untrusted``)
-    and helpers (``_close``, ``_kill_pid``, ``_reap``, ``_kill_everything``).
-    """
+    if TYPE_CHECKING:  # the zygote's state and helpers this part uses
+        fs: ForkServerLink
+        spare: Spare | None
+        server: dict | None
+        last_untrusted: bool
+
+        @staticmethod
+        def _close(fd: int | None) -> None: ...
+        def _kill_pid(self, pid: int | None) -> None: ...
+        def _reap(self) -> None: ...
+        def _kill_everything(self) -> int: ...
 
     def _request_spare(self, restart_forkserver: bool = True) -> None:
         """Ask the fork server for an idle runner (and judges) for the next job.

@@ -17,6 +17,11 @@ from .frames import MAX_DEPTH, MAX_FRAME, _frame_complete, _too_deep, parse_fram
 from .procs import _status_exit_code
 from .spares import Spare
 
+# typing is never imported in the sandbox (start-up time): mypy reads this name as True
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .forkserver import ForkServerLink
+
 
 class RunWatch:
     """One run as the zygote follows it: its processes, pipes, output and deadline."""
@@ -94,11 +99,17 @@ class RunWatch:
 
 
 class RunWatcher:
-    """The zygote's watch loop (mixed into :class:`.zygote.Zygote`).
+    """The zygote's watch loop (mixed into :class:`.zygote.Zygote`)."""
 
-    It uses the zygote's state (``exited``, ``traced``, ``wake_r``, ``fs``) and
-    helpers (``_close``, ``_reap``).
-    """
+    if TYPE_CHECKING:  # the zygote's state and helpers this part uses
+        exited: dict[int, int]
+        traced: set[int]
+        wake_r: int
+        fs: ForkServerLink
+
+        @staticmethod
+        def _close(fd: int | None) -> None: ...
+        def _reap(self) -> None: ...
 
     def _drain_wake(self) -> None:
         try:

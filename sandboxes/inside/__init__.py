@@ -13,10 +13,13 @@ library and each other. The host also imports them (as
 * :mod:`.procstate`: the ``/proc/PID`` settings a run can change, reset after each run.
 * :mod:`.runner`: runs the untrusted code, or loads it and serves calls.
 * :mod:`.judge`: runs the tests against a runner on plain data only.
-* :mod:`.cleanup`: finding a run's processes, emptying its directory.
+* :mod:`.cleanup`: the between-run cleanup (a run's processes, files, IPC objects).
 * :mod:`.forkserver`: a pristine interpreter forking runners and judges, and the
   zygote's link to it (requests, records, the pidfds of the children it keeps).
-* :mod:`.zygote`: the per-sandbox supervisor (pid 1).
+* :mod:`.spares`: the next run's idle runner and judge (and the judge server):
+  requested while a run goes on, checked intact before use.
+* :mod:`.watch`: following one run to its reply (deadline, output cap, stdin).
+* :mod:`.zygote`: the per-sandbox supervisor (pid 1): its serve loop and job hand-off.
 * :mod:`.main`: the entry point the boot code calls.
 
 Processes inside one sandbox (one "worker"):

@@ -1,10 +1,30 @@
-"""Between runs: find and wait for a run's processes, empty its scratch directory."""
+"""Between runs: remove everything a run left before the next job is read.
+
+The helpers find and wait for a run's processes (pidfds) and empty its scratch
+directory in linear time; :class:`RunCleanup` is the part of
+:class:`.zygote.Zygote` that uses them after each run: it kills the run's
+processes, removes its files and IPC objects, and puts back the ``/proc``
+settings a run can change (:mod:`.procstate`).
+"""
 
 from __future__ import annotations
 
 import os
 import select
+import signal
 import time
+
+from .procstate import reset_proc_state
+
+# typing is never imported in the sandbox (start-up time): mypy reads this name as True
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .forkserver import ForkServerLink
+    from .spares import Spare
+
+# Seconds the between-run delete may take; past it the worker retires (its next job
+# is answered "retire" and the host runs that job on a fresh worker).
+CLEANUP_BUDGET = 1.0
 
 
 def _pidfd(pid: int) -> int | None:
@@ -172,3 +192,186 @@ def _wait_exits(handles: list[int | None], timeout: float = 2.0) -> None:
                 os.close(fd)
             except OSError:
                 pass
+
+
+class RunCleanup:
+    """The zygote's between-run cleanup (mixed into :class:`.zygote.Zygote`)."""
+
+    if TYPE_CHECKING:  # the zygote's state and helpers this part uses
+        config: dict
+        tmp_root: str
+        pid1: bool
+        fs: ForkServerLink
+        spare: Spare | None
+        server: dict | None
+        proc_state: dict[str, bytes]
+        retire: bool
+
+        def _kill_pid(self, pid: int | None) -> None: ...
+        def _reap(self) -> None: ...
+        def _spare_pids(self) -> None: ...
+        def _drop_spare(self) -> None: ...
+        def _drop_server(self) -> None: ...
+        def _intact(self, pid: int | None) -> bool: ...
+
+    def _victims(self) -> list[int]:
+        """Every live process of the last run (true zombies are left to their reapers;
+        a zombie whose other threads still run is live, see :func:`_has_live_thread`).
+
+        The idle runner and judge of the next run (``self.spare``) are not victims.
+        """
+        me = os.getpid()
+        keep = {me, self.fs.pid}
+        if self.spare is not None:
+            try:
+                self._spare_pids()
+                keep.update(p for p in self.spare.pids.values() if self.fs.owns(p))
+            except OSError:
+                self._drop_spare()
+        if self.server is not None and self.server["pid"] and self.fs.owns(self.server["pid"]):
+            keep.add(self.server["pid"])
+        parent: dict[int, int] = {}
+        live: set[int] = set()
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    stat = f.read()
+                fields = stat[stat.rindex(b")") + 2 :].split()
+                parent[pid] = int(fields[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if fields[0] not in (b"Z", b"X") or _has_live_thread(pid):
+                live.add(pid)
+        if self.pid1:  # the whole pid namespace is ours
+            return [pid for pid in live if pid not in keep]
+        # A subreaper sees the whole machine: ours are the descendants of the zygote,
+        # followed through zombies too (a double fork's grandchild under a dying parent).
+        children: dict[int, list[int]] = {}
+        for pid, ppid in parent.items():
+            children.setdefault(ppid, []).append(pid)
+        out, stack = [], list(children.get(me, ()))
+        seen = {me}
+        while stack:
+            pid = stack.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            stack.extend(children.get(pid, ()))
+            if pid in live and pid not in keep:
+                out.append(pid)
+        return out
+
+    def _census(self) -> int:
+        """Live processes besides the zygote, the fork server and the idle runner/judge."""
+        return len(self._victims())
+
+    def _kill_everything(self) -> int:
+        killed = 0
+        for _ in range(10_000):
+            victims = self._victims()
+            if not victims:
+                break
+            handles = []
+            for pid in victims:
+                handles.append(_pidfd(pid))
+                self._kill_pid(pid)
+                killed += 1
+            _wait_exits(handles)
+            self._reap()
+        self._reap()
+        if self.fs.pid:
+            try:
+                os.kill(self.fs.pid, signal.SIGCONT)
+            except OSError:
+                self.fs.pid = None
+        self.fs.pump()
+        return killed
+
+    def _clean_files(self) -> None:
+        for root in [self.tmp_root, *self.config.get("extra_clean", [])]:
+            try:
+                os.chmod(root, 0o1777 if self.pid1 else 0o700)
+            except OSError:
+                pass
+            if not empty_directory(root, float(self.config.get("cleanup_budget", CLEANUP_BUDGET))):
+                self.retire = True  # the next job goes to a fresh worker instead
+        self._clean_ipc()
+
+    def _clean_ipc(self) -> None:
+        if not self.config.get("clean_ipc"):
+            return
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+        except Exception:
+            return
+        ipc_rmid = 0
+        for kind, fn, id_col in (("shm", "shmctl", 1), ("sem", "semctl", 1), ("msg", "msgctl", 1)):
+            try:
+                with open(f"/proc/sysvipc/{kind}") as f:
+                    rows = f.read().splitlines()[1:]
+            except OSError:
+                continue
+            for row in rows:
+                try:
+                    ident = int(row.split()[id_col])
+                    if kind == "sem":
+                        libc.semctl(ident, 0, ipc_rmid)
+                    else:
+                        getattr(libc, fn)(ident, ipc_rmid, None)
+                except (ValueError, IndexError, OSError):
+                    pass
+        try:
+            for name in os.listdir("/dev/mqueue"):
+                try:
+                    os.unlink(os.path.join("/dev/mqueue", name))
+                except OSError:
+                    pass
+        except OSError:
+            pass
+
+    def _prune_pidfds(self) -> None:
+        """Close the pidfds of processes that are no longer kept between runs."""
+        keep = set()
+        if self.spare is not None and self.spare.pids:
+            keep.update(self.spare.pids.values())
+        if self.server is not None and self.server["pid"]:
+            keep.add(self.server["pid"])
+        self.fs.prune(keep)
+
+    def _reset_proc_state(self) -> None:
+        """Undo what a run wrote to the long-lived processes' ``/proc/PID`` files.
+
+        Each setting (:mod:`.procstate`) is put back to the zygote's value at
+        start on the zygote, the fork server, the judge server and the next run's
+        idle runner and judge (forked while the run went on), once the run's
+        processes are gone, before the next job is read.
+        """
+        pids = ["self", self.fs.pid, self.server["pid"] if self.server else None]
+        if self.spare is not None and self.spare.pids:  # forked while the run went on
+            pids.extend(self.spare.pids.values())
+        reset_proc_state(self.proc_state, pids)
+
+    def _after_run(self) -> None:
+        """Kill the run's processes, remove its files, check the judge server.
+
+        When the judge server is gone, a spare requested without one is dropped,
+        so the next request brings a new server and the next trusted run uses it.
+        """
+        self._kill_everything()
+        self._clean_files()
+        self._reset_proc_state()
+        self._prune_pidfds()
+        if self.server is not None and self.server["pid"] and not self._intact(self.server["pid"]):
+            self._drop_server()
+        if (
+            self.server is None
+            and self.spare is not None
+            and "judge-server" not in self.spare.roles
+        ):
+            self._drop_spare()
+            self._kill_everything()

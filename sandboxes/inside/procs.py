@@ -209,6 +209,8 @@ MODULES = (
     "judge",
     "cleanup",
     "forkserver",
+    "spares",
+    "watch",
     "zygote",
     "main",
 )

@@ -3,161 +3,39 @@
 It reads a job, hands it to a verified idle runner (and judge), watches the run to
 its end, replies, then removes everything the run left before reading the next job.
 The fork server it asks for processes is reached through
-:class:`.forkserver.ForkServerLink`; the ``/proc`` settings it puts back after each
-run are in :mod:`.procstate`; the process and file cleanup in :mod:`.cleanup`.
+:class:`.forkserver.ForkServerLink`; the next run's idle processes are kept by
+:class:`.spares.SpareKeeper`; the run is followed by :class:`.watch.RunWatcher`;
+the between-run cleanup is :class:`.cleanup.RunCleanup` (the ``/proc`` settings
+it puts back are in :mod:`.procstate`).
 """
 
 from __future__ import annotations
 
 import os
-import select
 import signal
 import socket
 import sys
 import time
 
-from .cleanup import _has_live_thread, _pidfd, _wait_exits, empty_directory
+from .cleanup import RunCleanup
 from .forkserver import ForkServerLink
-from .frames import (
-    MAX_DEPTH,
-    MAX_FRAME,
-    _frame_complete,
-    _too_deep,
-    parse_frame_body,
-    read_frame,
-    write_frame,
-)
+from .frames import read_frame, write_frame
 from .procs import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_DUMPABLE,
-    _dying,
     _exc_line,
     _ignore_signals,
     _prctl,
     _set_name,
-    _signalled,
-    _status_exit_code,
     _wait_kind,
     install_seccomp,
 )
-from .procstate import read_proc_state, reset_proc_state
-
-# Seconds the between-run delete may take; past it the worker retires (its next job
-# is answered "retire" and the host runs that job on a fresh worker).
-CLEANUP_BUDGET = 1.0
+from .procstate import read_proc_state
+from .spares import Spare, SpareKeeper
+from .watch import RunWatch, RunWatcher
 
 
-class Spare:
-    """The next run's idle processes and the pipes of that run: the zygote's ends
-    (``out_r``, ``err_r`` the run's output; ``si_w`` the runner's stdin; ``jo_r``
-    the verdict; ``ji_w`` a fresh judge's job pipe, if one was forked) and a
-    judge's ends, kept until the job decides which judge gets them (``out_w``,
-    ``err_w``, ``ci_w``/``co_r`` the runner's calls, ``jo_w`` the verdict).
-
-    A plain class (no ``dataclasses``): every interpreter of the sandbox loads
-    this module, and importing ``dataclasses`` would cost each a few ms.
-    """
-
-    FDS = ("out_r", "err_r", "si_w", "jo_r", "ji_w", "out_w", "err_w", "ci_w", "co_r", "jo_w")
-
-    def __init__(self, roles: list[str], **fds: int | None) -> None:
-        if set(fds) != set(self.FDS):
-            raise TypeError(f"Spare needs exactly the descriptors {self.FDS}")
-        self.roles = roles
-        self.pids: dict[str, int] | None = None  # role -> pid, once the fork server reported
-        self.runner: int | None = None
-        self.judge: int | None = None
-        for name, fd in fds.items():
-            setattr(self, name, fd)
-
-    def close(self, *names: str) -> None:
-        """Close the descriptors ``names`` (attributes in :data:`FDS`) and forget them."""
-        for name in names:
-            fd = getattr(self, name)
-            setattr(self, name, None)
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-
-
-class RunWatch:
-    """One run as the zygote follows it: its processes, pipes, output and deadline."""
-
-    def __init__(
-        self,
-        mode: str,
-        t0: float,
-        deadline: float,
-        cap: int,
-        runner: int | None,
-        judge: int | None,
-        verdict_r: int | None,
-        si_w: int | None,
-        stdin: memoryview,
-        fs_fd: int,
-        readers: dict[int, bytearray],
-        out: bytearray,
-        err: bytearray,
-        verdict: bytearray,
-        notes: bytearray,
-    ) -> None:
-        self.mode = mode  # "exec" or "tests"
-        self.t0, self.deadline = t0, deadline
-        self.cap = cap  # bytes of stdout + stderr
-        self.runner, self.judge = runner, judge
-        self.verdict_r, self.si_w, self.stdin = verdict_r, si_w, stdin
-        self.fs_fd = fs_fd  # the fork server's socket (-1: none)
-        self.readers, self.open_readers = readers, set(readers)
-        self.out, self.err, self.verdict, self.notes = out, err, verdict, notes
-        self.status: str | None = None
-        self.end: float | None = None
-
-    @classmethod
-    def start(
-        cls,
-        job: dict,
-        mode: str,
-        t0: float,
-        runner: int | None,
-        judge: int | None,
-        sp: Spare,
-        verdict_r: int | None,
-        si_w: int | None,
-        stdin_data: bytes,
-        fs_sock: socket.socket | None,
-    ) -> RunWatch:
-        grace = float(job.get("grace", 1.0)) if mode == "tests" else 0.0
-        out, err, verdict, notes = bytearray(), bytearray(), bytearray(), bytearray()
-        readers = {sp.out_r: out, sp.err_r: err}
-        if mode == "exec":
-            readers[sp.co_r] = notes
-        else:
-            readers[verdict_r] = verdict
-        return cls(
-            mode=mode,
-            t0=t0,
-            deadline=t0 + float(job["timeout"]) + grace,
-            cap=int(job["max_output_bytes"]),
-            runner=runner,
-            judge=judge,
-            verdict_r=verdict_r,
-            si_w=si_w,
-            stdin=memoryview(stdin_data),
-            fs_fd=fs_sock.fileno() if fs_sock is not None else -1,
-            readers=readers,
-            out=out,
-            err=err,
-            verdict=verdict,
-            notes=notes,
-        )
-
-    def output_size(self) -> int:
-        return len(self.out) + len(self.err)
-
-
-class Zygote:
+class Zygote(RunWatcher, SpareKeeper, RunCleanup):
     """The per-sandbox supervisor (see the module docstring)."""
 
     def __init__(self, config: dict) -> None:
@@ -213,291 +91,7 @@ class Zygote:
             if pid == self.fs.pid:
                 self.fs.pid = None
 
-    def _drain_wake(self) -> None:
-        try:
-            while os.read(self.wake_r, 4096):
-                pass
-        except (BlockingIOError, OSError):
-            pass
-
-    # ---- cleanup between runs
-    def _victims(self) -> list[int]:
-        """Every live process of the last run (true zombies are left to their reapers;
-        a zombie whose other threads still run is live, see :func:`_has_live_thread`).
-
-        The idle runner and judge of the next run (``self.spare``) are not victims.
-        """
-        me = os.getpid()
-        keep = {me, self.fs.pid}
-        if self.spare is not None:
-            try:
-                self._spare_pids()
-                keep.update(p for p in self.spare.pids.values() if self.fs.owns(p))
-            except OSError:
-                self._drop_spare()
-        if self.server is not None and self.server["pid"] and self.fs.owns(self.server["pid"]):
-            keep.add(self.server["pid"])
-        parent: dict[int, int] = {}
-        live: set[int] = set()
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            pid = int(name)
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    stat = f.read()
-                fields = stat[stat.rindex(b")") + 2 :].split()
-                parent[pid] = int(fields[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if fields[0] not in (b"Z", b"X") or _has_live_thread(pid):
-                live.add(pid)
-        if self.pid1:  # the whole pid namespace is ours
-            return [pid for pid in live if pid not in keep]
-        # A subreaper sees the whole machine: ours are the descendants of the zygote,
-        # followed through zombies too (a double fork's grandchild under a dying parent).
-        children: dict[int, list[int]] = {}
-        for pid, ppid in parent.items():
-            children.setdefault(ppid, []).append(pid)
-        out, stack = [], list(children.get(me, ()))
-        seen = {me}
-        while stack:
-            pid = stack.pop()
-            if pid in seen:
-                continue
-            seen.add(pid)
-            stack.extend(children.get(pid, ()))
-            if pid in live and pid not in keep:
-                out.append(pid)
-        return out
-
-    def _census(self) -> int:
-        """Live processes besides the zygote, the fork server and the idle runner/judge."""
-        return len(self._victims())
-
-    def _kill_everything(self) -> int:
-        killed = 0
-        for _ in range(10_000):
-            victims = self._victims()
-            if not victims:
-                break
-            handles = []
-            for pid in victims:
-                handles.append(_pidfd(pid))
-                self._kill_pid(pid)
-                killed += 1
-            _wait_exits(handles)
-            self._reap()
-        self._reap()
-        if self.fs.pid:
-            try:
-                os.kill(self.fs.pid, signal.SIGCONT)
-            except OSError:
-                self.fs.pid = None
-        self.fs.pump()
-        return killed
-
-    def _clean_files(self) -> None:
-        for root in [self.tmp_root, *self.config.get("extra_clean", [])]:
-            try:
-                os.chmod(root, 0o1777 if self.pid1 else 0o700)
-            except OSError:
-                pass
-            if not empty_directory(root, float(self.config.get("cleanup_budget", CLEANUP_BUDGET))):
-                self.retire = True  # the next job goes to a fresh worker instead
-        self._clean_ipc()
-
-    def _clean_ipc(self) -> None:
-        if not self.config.get("clean_ipc"):
-            return
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-        except Exception:
-            return
-        ipc_rmid = 0
-        for kind, fn, id_col in (("shm", "shmctl", 1), ("sem", "semctl", 1), ("msg", "msgctl", 1)):
-            try:
-                with open(f"/proc/sysvipc/{kind}") as f:
-                    rows = f.read().splitlines()[1:]
-            except OSError:
-                continue
-            for row in rows:
-                try:
-                    ident = int(row.split()[id_col])
-                    if kind == "sem":
-                        libc.semctl(ident, 0, ipc_rmid)
-                    else:
-                        getattr(libc, fn)(ident, ipc_rmid, None)
-                except (ValueError, IndexError, OSError):
-                    pass
-        try:
-            for name in os.listdir("/dev/mqueue"):
-                try:
-                    os.unlink(os.path.join("/dev/mqueue", name))
-                except OSError:
-                    pass
-        except OSError:
-            pass
-
     # ---- one job
-    def _request_spare(self, restart_forkserver: bool = True) -> None:
-        """Ask the fork server for an idle runner (and judges) for the next job.
-
-        ``self.spare`` gets a runner, a fresh judge when the last test job's tests
-        were untrusted, and the pipes of the run; a judge server is requested too
-        when there is none (:func:`judge_server_main`). They are pristine forks
-        that wait on their pipe or socket. The next run's spare is requested as
-        soon as a run has been handed its job, so forking and warming up overlap
-        the run instead of delaying the next one. Untrusted code that runs
-        meanwhile cannot reach them: it holds no end of their pipes, and they are
-        non-dumpable (no ptrace, no ``/proc/PID/mem`` or ``fd``); a signal can only
-        stop or kill them, which is checked after the run's processes are gone.
-        """
-        opened: list[int] = []
-
-        def pipe() -> tuple[int, int]:
-            r, w = os.pipe()
-            opened.extend((r, w))
-            return r, w
-
-        server_sock = None
-        try:
-            out_r, out_w = pipe()
-            err_r, err_w = pipe()
-            ci_r, ci_w = pipe()
-            co_r, co_w = pipe()
-            si_r, si_w = pipe()
-            jo_r, jo_w = pipe()
-            devnull = os.open(os.devnull, os.O_RDWR)
-            opened.append(devnull)
-            plan = [("runner", [si_r, out_w, err_w, ci_r, co_w])]
-            ji_w = None
-            if self.last_untrusted:
-                ji_r, ji_w = pipe()
-                plan.append(("judge", [devnull, out_w, err_w, ji_r, jo_w, ci_w, co_r]))
-            if self.server is None:
-                server_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-                opened.append(child_sock.detach())
-                plan.append(("judge-server", [devnull, devnull, devnull, opened[-1]]))
-            self.fs.request(plan, restart_forkserver)
-        except BaseException:
-            for fd in opened:
-                self._close(fd)
-            if server_sock is not None:
-                server_sock.close()
-            raise
-        for fd in opened:
-            if fd not in (out_r, err_r, si_w, jo_r, out_w, err_w, ci_w, co_r, jo_w, ji_w):
-                self._close(fd)
-        roles = [role for role, _ in plan]
-        if server_sock is not None:
-            self.server = {"pid": None, "sock": server_sock}
-        self.spare = Spare(
-            roles=roles,
-            out_r=out_r,
-            err_r=err_r,
-            si_w=si_w,
-            jo_r=jo_r,
-            ji_w=ji_w,
-            out_w=out_w,
-            err_w=err_w,
-            ci_w=ci_w,
-            co_r=co_r,
-            jo_w=jo_w,
-        )
-
-    def _spare_pids(self) -> None:
-        """Wait until the fork server has reported the pids of the spare's request."""
-        sp = self.spare
-        if sp is not None and sp.pids is None:
-            if self.fs.pid:
-                try:  # a run may have stopped it
-                    os.kill(self.fs.pid, signal.SIGCONT)
-                except OSError:
-                    pass
-            pids = dict(zip(sp.roles, self.fs.spawned_pids(len(sp.roles))))
-            sp.pids = pids
-            sp.runner, sp.judge = pids["runner"], pids.get("judge")
-            if "judge-server" in pids and self.server is not None:
-                self.server["pid"] = pids["judge-server"]
-
-    def _intact(self, pid: int | None) -> bool:
-        """``pid`` is alive, not stopped, not dying, has no signal waiting, and a child of the
-        fork server.
-
-        Called when no untrusted process exists. SIGCONT first: it resumes a
-        stopped process and discards a stop signal still pending. A process a
-        run sent SIGKILL may not have been scheduled to die yet (on a loaded
-        host, for milliseconds): its state still reads running, so the pending
-        SIGKILL and the exiting flag are checked too.
-        """
-        if not pid or not self.fs.owns(pid):
-            return False
-        try:
-            os.kill(pid, signal.SIGCONT)
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read()
-            fields = stat[stat.rindex(b")") + 2 :].split()
-            with open(f"/proc/{pid}/status", "rb") as f:
-                status = f.read()
-        except (OSError, ValueError):
-            return False
-        return (
-            fields[0] not in (b"T", b"t", b"Z", b"X")
-            and int(fields[1]) == self.fs.pid
-            and not _dying(int(fields[6]), status)
-            and not _signalled(status)
-        )
-
-    def _take_spare(self) -> Spare:
-        """A verified idle runner (and fresh judge, if any) for the job that starts now."""
-        for _ in range(3):
-            try:
-                if self.fs.pid is None:
-                    self._drop_spare()
-                    self._drop_server()
-                    self.fs.start()
-                if self.spare is None:
-                    self._request_spare()
-                self._spare_pids()
-            except OSError:
-                self._drop_spare()
-                self._drop_server()
-                self.fs.kill()
-                self._reap()
-                self.fs.pid = None
-                continue
-            sp = self.spare
-            if self._intact(sp.runner) and (sp.judge is None or self._intact(sp.judge)):
-                self.spare = None
-                return sp
-            self._drop_spare()
-            self._kill_everything()
-        raise OSError("the fork server could not start a runner and a judge")
-
-    def _drop_spare(self) -> None:
-        """Forget the spare; its processes get EOF and become victims of the next cleanup."""
-        if self.spare is not None and self.spare.pids is None:
-            try:
-                self._spare_pids()
-            except (OSError, ValueError):
-                pass
-        spare, self.spare = self.spare, None
-        if spare:
-            spare.close(*Spare.FDS)
-
-    def _drop_server(self) -> None:
-        """Forget the judge server (it becomes a victim of the next cleanup)."""
-        server, self.server = self.server, None
-        if server is not None:
-            self._kill_pid(server["pid"])
-            try:
-                server["sock"].close()
-            except OSError:
-                pass
-
     def _fresh_judge(self, sp: Spare) -> int:
         """Spawn a fresh judge for ``sp`` now (between runs); its pid."""
         ji_r, ji_w = os.pipe()
@@ -651,28 +245,6 @@ class Zygote:
         self.dirty = True
         return res
 
-    def _prune_pidfds(self) -> None:
-        """Close the pidfds of processes that are no longer kept between runs."""
-        keep = set()
-        if self.spare is not None and self.spare.pids:
-            keep.update(self.spare.pids.values())
-        if self.server is not None and self.server["pid"]:
-            keep.add(self.server["pid"])
-        self.fs.prune(keep)
-
-    def _reset_proc_state(self) -> None:
-        """Undo what a run wrote to the long-lived processes' ``/proc/PID`` files.
-
-        Each setting (:mod:`.procstate`) is put back to the zygote's value at
-        start on the zygote, the fork server, the judge server and the next run's
-        idle runner and judge (forked while the run went on), once the run's
-        processes are gone, before the next job is read.
-        """
-        pids = ["self", self.fs.pid, self.server["pid"] if self.server else None]
-        if self.spare is not None and self.spare.pids:  # forked while the run went on
-            pids.extend(self.spare.pids.values())
-        reset_proc_state(self.proc_state, pids)
-
     def _oom_kills(self) -> int | None:
         """The worker's cgroup OOM-kill counter (``config["oom_events"]`` files), or None.
 
@@ -694,26 +266,6 @@ class Zygote:
                         return None
         return None
 
-    def _after_run(self) -> None:
-        """Kill the run's processes, remove its files, check the judge server.
-
-        When the judge server is gone, a spare requested without one is dropped,
-        so the next request brings a new server and the next trusted run uses it.
-        """
-        self._kill_everything()
-        self._clean_files()
-        self._reset_proc_state()
-        self._prune_pidfds()
-        if self.server is not None and self.server["pid"] and not self._intact(self.server["pid"]):
-            self._drop_server()
-        if (
-            self.server is None
-            and self.spare is not None
-            and "judge-server" not in self.spare.roles
-        ):
-            self._drop_spare()
-            self._kill_everything()
-
     @staticmethod
     def _close(fd: int | None) -> None:
         if fd is None:
@@ -722,143 +274,6 @@ class Zygote:
             os.close(fd)
         except OSError:
             pass
-
-    def _watch(self, w: RunWatch) -> dict:
-        """Follow one run until it ends, its deadline passes or a cap is hit; its reply."""
-        poller = self._poller(w)
-        while not self._run_over(w):
-            left = w.deadline - time.monotonic()
-            if left <= 0:
-                w.status = "timeout"
-                break
-            for fd, ev in poller.poll(min(left, 1.0) * 1000):
-                self._on_event(w, poller, fd, ev)
-            if w.status:
-                break
-        duration = (w.end or time.monotonic()) - w.t0
-        self._close(w.si_w)
-        w.si_w = None
-        if w.status is None:
-            self._drain_output(w)
-        return self._run_reply(w, duration)
-
-    def _poller(self, w: RunWatch) -> select.poll:
-        """A poller on the run's pipes, the wake-up pipe and the fork server's socket."""
-        poller = select.poll()
-        for fd in w.open_readers:
-            poller.register(fd, select.POLLIN)
-        poller.register(self.wake_r, select.POLLIN)
-        if w.fs_fd >= 0:
-            poller.register(w.fs_fd, select.POLLIN)
-        if w.si_w is not None:
-            os.set_blocking(w.si_w, False)
-            if w.stdin:
-                poller.register(w.si_w, select.POLLOUT)
-            else:
-                self._close(w.si_w)
-                w.si_w = None
-        return poller
-
-    def _run_over(self, w: RunWatch) -> bool:
-        """Whether the run has ended: the program exited, or the verdict is in (or lost)."""
-        self._reap()
-        if w.mode == "exec":
-            over = w.runner in self.exited
-        else:
-            over = _frame_complete(w.verdict) or (
-                w.verdict_r not in w.open_readers and w.judge in self.exited
-            )
-        if over:
-            w.end = time.monotonic()
-        return over
-
-    def _on_event(self, w: RunWatch, poller: select.poll, fd: int, ev: int) -> None:
-        """Handle one poll event: a wake-up, the fork server, stdin room, or output."""
-        if fd == self.wake_r:
-            self._drain_wake()
-        elif fd == w.fs_fd:
-            self.fs.pump()
-            if ev & (select.POLLHUP | select.POLLERR):
-                poller.unregister(w.fs_fd)
-        elif fd == w.si_w:
-            self._feed_stdin(w, poller)
-        else:
-            self._read_output(w, poller, fd)
-
-    def _feed_stdin(self, w: RunWatch, poller: select.poll) -> None:
-        try:
-            n = os.write(w.si_w, w.stdin[: 1 << 16])
-            w.stdin = w.stdin[n:]
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            w.stdin = w.stdin[:0]
-        if not w.stdin:
-            poller.unregister(w.si_w)
-            self._close(w.si_w)
-            w.si_w = None
-
-    def _read_output(self, w: RunWatch, poller: select.poll, fd: int) -> None:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            poller.unregister(fd)
-            w.open_readers.discard(fd)
-            return
-        w.readers[fd].extend(chunk)
-        if w.output_size() > w.cap:
-            w.status = "output_limit"
-        if len(w.verdict) > MAX_FRAME + 4:  # the solution's doing: a failed run
-            w.status = "verdict_too_large"
-
-    def _drain_output(self, w: RunWatch) -> None:
-        """Read what the run's output pipes already hold, without waiting."""
-        for fd in list(w.open_readers):
-            if fd == w.verdict_r:
-                continue
-            os.set_blocking(fd, False)
-            try:
-                while w.output_size() <= w.cap:
-                    chunk = os.read(fd, 1 << 16)
-                    if not chunk:
-                        break
-                    w.readers[fd].extend(chunk)
-            except OSError:
-                pass
-        if w.output_size() > w.cap:
-            w.status = "output_limit"
-
-    def _run_reply(self, w: RunWatch, duration: float) -> dict:
-        out, err, cap = w.out, w.err, w.cap
-        res: dict = {
-            "duration": duration,
-            "stdout": bytes(out[:cap]).decode("utf-8", "replace"),
-            "stderr": bytes(err[: max(0, cap - len(out))]).decode("utf-8", "replace"),
-            "truncated": w.output_size() > cap,
-            "status": w.status,
-            "traced": w.runner in self.traced,
-        }
-        if w.mode == "exec":
-            st = self.exited.get(w.runner)
-            if st is not None:
-                res["exit_code"] = _status_exit_code(st)
-            res["oom"] = b"M" in w.notes
-        else:
-            if _frame_complete(w.verdict):
-                try:  # the tests' to forge when an agent wrote them: checked like any frame
-                    verdict = parse_frame_body(bytes(w.verdict[4:]))
-                    if not isinstance(verdict, dict) or _too_deep(verdict, MAX_DEPTH - 8):
-                        raise ValueError("malformed verdict")
-                    res["verdict"] = verdict
-                except ValueError:
-                    res["verdict"] = None
-                    res["verdict_malformed"] = True
-            st = self.exited.get(w.judge)
-            if st is not None:
-                res["judge_exit"] = _status_exit_code(st)
-        return res
 
     def serve(self) -> None:
         try:

@@ -100,6 +100,33 @@ def token_gae_chain(
     >>> adv, ret
     ([[0.5, 0.5]], [[1.0, 1.0]])
     """
+    _check_token_chain(rewards, token_values, gamma, lam, token_gamma, token_lam)
+    n = len(rewards)
+    advs: list[list[float]] = [[] for _ in range(n)]
+    next_first_value = 0.0  # value of the first token of the next action (0 after the end)
+    running = 0.0  # advantage of the token after the current one
+    for k in range(n - 1, -1, -1):
+        vals = [float(v) for v in token_values[k]]
+        advs[k], running = _action_token_gae(
+            float(rewards[k]), vals, next_first_value, running, gamma, lam, token_gamma, token_lam
+        )
+        next_first_value = vals[0]
+    rets = [
+        [a + float(v) for a, v in zip(adv, tv, strict=True)]
+        for adv, tv in zip(advs, token_values, strict=True)
+    ]
+    return advs, rets
+
+
+def _check_token_chain(
+    rewards: Sequence[float],
+    token_values: Sequence[Sequence[float]],
+    gamma: float,
+    lam: float,
+    token_gamma: float,
+    token_lam: float,
+) -> None:
+    """Refuse mismatched lengths, an action without token values or a factor outside [0, 1]."""
     if len(rewards) != len(token_values):
         raise ValueError(
             "rewards and token_values must have the same length (one entry per action), "
@@ -118,29 +145,30 @@ def token_gae_chain(
         ("token_lam", token_lam),
     ):
         _check_unit(name, value)
-    n = len(rewards)
-    advs: list[list[float]] = [[] for _ in range(n)]
-    next_first_value = 0.0  # value of the first token of the next action (0 after the end)
-    running = 0.0  # advantage of the token after the current one
-    for k in range(n - 1, -1, -1):
-        vals = [float(v) for v in token_values[k]]
-        length = len(vals)
-        out = [0.0] * length
-        # last token of the action: reward + bootstrap from the next action
-        delta = float(rewards[k]) + gamma * next_first_value - vals[-1]
-        running = delta + gamma * lam * running
-        out[-1] = running
-        for j in range(length - 2, -1, -1):
-            delta = token_gamma * vals[j + 1] - vals[j]
-            running = delta + token_gamma * token_lam * running
-            out[j] = running
-        advs[k] = out
-        next_first_value = vals[0]
-    rets = [
-        [a + float(v) for a, v in zip(adv, tv, strict=True)]
-        for adv, tv in zip(advs, token_values, strict=True)
-    ]
-    return advs, rets
+
+
+def _action_token_gae(
+    reward: float,
+    vals: list[float],
+    next_first_value: float,
+    running: float,
+    gamma: float,
+    lam: float,
+    token_gamma: float,
+    token_lam: float,
+) -> tuple[list[float], float]:
+    """One action's token advantages, last token first; returns them and the running GAE."""
+    length = len(vals)
+    out = [0.0] * length
+    # last token of the action: reward + bootstrap from the next action
+    delta = reward + gamma * next_first_value - vals[-1]
+    running = delta + gamma * lam * running
+    out[-1] = running
+    for j in range(length - 2, -1, -1):
+        delta = token_gamma * vals[j + 1] - vals[j]
+        running = delta + token_gamma * token_lam * running
+        out[j] = running
+    return out, running
 
 
 def assign_advantages(

@@ -54,6 +54,7 @@ from torch import nn
 from flexmg.agents.config import PolicyConfig
 from flexmg.agents.critic import build_value_heads
 from flexmg.agents.policy_state import STATE_FORMAT, load_state, trainable_state
+from flexmg.models.config import SamplingConfig
 from flexmg.models.loading import load_model, resolve_device, resolve_dtype
 from flexmg.models.prompts import PromptEncoder, resolve_prompt_style
 from flexmg.models.sampling import Decoder, token_logprobs
@@ -181,6 +182,19 @@ def _lora_parameters(model: Any, adapters: Sequence[str]) -> dict[str, list[tupl
             raise RuntimeError(f"LoRA parameter {pname!r} belongs to no known adapter")
         params[owner].append((pname, p))
     return params
+
+
+def _check_evaluate_rows(
+    prompt_ids: Sequence[Sequence[int]], action_ids: Sequence[Sequence[int]]
+) -> None:
+    """Refuse prompts and actions of different counts, or an empty prompt."""
+    if len(prompt_ids) != len(action_ids):
+        raise ValueError(
+            f"prompt_ids and action_ids must have the same length, got "
+            f"{len(prompt_ids)} and {len(action_ids)}"
+        )
+    if any(len(p) == 0 for p in prompt_ids):
+        raise ValueError("every prompt needs at least one token (use prompt_ids())")
 
 
 class TeamPolicy(nn.Module):
@@ -483,24 +497,38 @@ class TeamPolicy(nn.Module):
         and the base is not run again (unless ``token_values`` or ``with_ref``).
         """
         self._check_role(role)
-        if len(prompt_ids) != len(action_ids):
-            raise ValueError(
-                f"prompt_ids and action_ids must have the same length, got "
-                f"{len(prompt_ids)} and {len(action_ids)}"
-            )
-        if any(len(p) == 0 for p in prompt_ids):
-            raise ValueError("every prompt needs at least one token (use prompt_ids())")
+        _check_evaluate_rows(prompt_ids, action_ids)
         b = len(prompt_ids)
         if b == 0:
             z = torch.zeros(0, 0, device=self.device)
             return Evaluation(z, z, z[:, 0], z[:, 0], z, z, z if with_ref else None)
         ids, attn, p_len = self._layout(prompt_ids, action_ids)
-        t_len = ids.shape[1] - p_len
         positions = (attn.cumsum(-1) - 1).clamp(min=0)
         mask = attn[:, p_len:].to(torch.float32)
         targets = ids[:, p_len:]
         cfg = self.config.sampling_for(role)
+        token_lp, entropy, action_logprob = self._actor_logprobs(
+            role, ids, attn, positions, p_len, targets, mask, cfg, with_entropy
+        )
+        if self.config.critic == "none" and not with_ref:  # critic-free: no values to compute
+            zeros = torch.zeros(b, device=self.device)
+            tv0 = torch.zeros_like(mask) if token_values else None
+            return Evaluation(token_lp, mask, action_logprob, zeros, entropy, tv0, None)
+        if critic_features is not None and not (token_values or with_ref):
+            vals = self.values(role, critic_features)
+            return Evaluation(token_lp, mask, action_logprob, vals, entropy, None, None)
+        vals, tv, ref = self._critic_and_reference(
+            role, ids, attn, positions, p_len, targets, mask, cfg, with_ref, token_values
+        )
+        return Evaluation(token_lp, mask, action_logprob, vals[:, 0], entropy, tv, ref)
 
+    def _actor_logprobs(
+        self, role: str, ids: torch.Tensor, attn: torch.Tensor, positions: torch.Tensor,
+        p_len: int, targets: torch.Tensor, mask: torch.Tensor, cfg: SamplingConfig,
+        with_entropy: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:  # fmt: skip
+        """``role``'s token log-probs, entropies and action log-probs (gradients to its LoRA)."""
+        t_len = targets.shape[1]
         # Actor: role's adapter active, gradients to LoRA; only final hidden states kept.
         self._activate_adapter(self.adapter_name(role))
         with self._scoring_mode():
@@ -511,14 +539,15 @@ class TeamPolicy(nn.Module):
         action_logprob = token_lp.sum(-1)
         if self.config.logprob_reduction == "mean":
             action_logprob = action_logprob / mask.sum(-1).clamp(min=1.0)
+        return token_lp, entropy, action_logprob
 
-        if self.config.critic == "none" and not with_ref:  # critic-free: no values to compute
-            zeros = torch.zeros(b, device=self.device)
-            tv0 = torch.zeros_like(mask) if token_values else None
-            return Evaluation(token_lp, mask, action_logprob, zeros, entropy, tv0, None)
-        if critic_features is not None and not (token_values or with_ref):
-            vals = self.values(role, critic_features)
-            return Evaluation(token_lp, mask, action_logprob, vals, entropy, None, None)
+    def _critic_and_reference(
+        self, role: str, ids: torch.Tensor, attn: torch.Tensor, positions: torch.Tensor,
+        p_len: int, targets: torch.Tensor, mask: torch.Tensor, cfg: SamplingConfig,
+        with_ref: bool, token_values: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:  # fmt: skip
+        """The value head's ``[B, width]`` values, token values and reference log-probs."""
+        t_len = targets.shape[1]
         # Critic (and reference): the same base with adapters disabled, features under no_grad.
         with self._base_only():
             base_hidden = self._final_hidden(ids, attn, positions)
@@ -533,7 +562,7 @@ class TeamPolicy(nn.Module):
         head = self.value_heads[self._head_key(self.critic_name(role))]
         vals = head(feats)
         tv = vals[:, :t_len] * mask if token_values else None
-        return Evaluation(token_lp, mask, action_logprob, vals[:, 0], entropy, tv, ref)
+        return vals, tv, ref
 
     def _layout(
         self, prompt_ids: Sequence[Sequence[int]], action_ids: Sequence[Sequence[int]]

@@ -460,12 +460,7 @@ class PPOLearner:
         role_stats = _Stats()
         for start in range(0, len(part), size):
             micro = part[start : start + size]
-            ev = self.policy.evaluate(
-                role, [s.prompt_ids for s in micro], [s.action_ids for s in micro],
-                with_entropy=learn and cfg.entropy_coef > 0, with_ref=False,
-                token_values=critic and cfg.level == "token",
-                **({} if cfg.level == "token" else _features(micro)),
-            )  # fmt: skip
+            ev = self._evaluate_micro(role, micro, learn, critic)
             dev = ev.mask.device
             mask = ev.mask.float()
             width = mask.shape[1]
@@ -479,31 +474,50 @@ class PPOLearner:
                 role_stats.add("value_loss", float(v_loss.detach()))
                 loss = loss + cfg.value_coef * v_loss
             if learn:
-                adv = self._advantages(micro, width, dev)
-                if weights is not None:
-                    w = torch.tensor([weights[s.episode] for s in micro], device=dev)
-                    adv = adv * (w.unsqueeze(-1) if adv.dim() == 2 else w)
-                pg, clipfrac = self._policy_loss(tok_lp, old_tok_lp, adv, mask, n_samples, n_tokens)
-                role_stats.add("policy_loss", float(pg.detach()))
-                role_stats.add("clipfrac", float(clipfrac))
-                loss = loss + pg
-                if ev.entropy is not None:
-                    entropy = masked_mean(ev.entropy.float(), mask, n_tokens)
-                    role_stats.add("entropy", float(entropy.detach()))
-                    loss = loss - cfg.entropy_coef * entropy
-                if cfg.kl_coef > 0:
-                    ref = _pad([s.ref_token_logprobs or [] for s in micro], width, dev)
-                    kl_ref = kl_to_reference(tok_lp, ref, mask, n_tokens)
-                    role_stats.add("kl_ref", float(kl_ref.detach()))
-                    loss = loss + cfg.kl_coef * kl_ref
+                loss = self._add_actor_loss(
+                    loss, ev, micro, tok_lp, old_tok_lp, mask, n_samples, n_tokens, weights,
+                    role_stats,
+                )  # fmt: skip
             if loss.requires_grad:
                 loss.backward()
-        totals = role_stats.totals()
-        for name, value in totals.items():
-            stats.add(name, value)
-        if "clipfrac" in totals:
-            stats.add(f"clipfrac/{role}", totals["clipfrac"])
-        return totals.get("approx_kl", 0.0)
+        return _merge_role_stats(stats, role_stats, role)
+
+    def _evaluate_micro(self, role: str, micro: Sequence[Sample], learn: bool, critic: bool) -> Any:
+        """The policy's evaluation of one micro-batch, with what the configured losses need."""
+        cfg = self.config
+        return self.policy.evaluate(
+            role, [s.prompt_ids for s in micro], [s.action_ids for s in micro],
+            with_entropy=learn and cfg.entropy_coef > 0, with_ref=False,
+            token_values=critic and cfg.level == "token",
+            **({} if cfg.level == "token" else _features(micro)),
+        )  # fmt: skip
+
+    def _add_actor_loss(
+        self, loss: torch.Tensor, ev: Any, micro: Sequence[Sample], tok_lp: torch.Tensor,
+        old_tok_lp: torch.Tensor, mask: torch.Tensor, n_samples: float, n_tokens: float,
+        weights: Sequence[float] | None, role_stats: _Stats,
+    ) -> torch.Tensor:  # fmt: skip
+        """``loss`` plus the policy loss, minus the entropy bonus, plus the KL penalty."""
+        cfg = self.config
+        dev, width = mask.device, mask.shape[1]
+        adv = self._advantages(micro, width, dev)
+        if weights is not None:
+            w = torch.tensor([weights[s.episode] for s in micro], device=dev)
+            adv = adv * (w.unsqueeze(-1) if adv.dim() == 2 else w)
+        pg, clipfrac = self._policy_loss(tok_lp, old_tok_lp, adv, mask, n_samples, n_tokens)
+        role_stats.add("policy_loss", float(pg.detach()))
+        role_stats.add("clipfrac", float(clipfrac))
+        loss = loss + pg
+        if ev.entropy is not None:
+            entropy = masked_mean(ev.entropy.float(), mask, n_tokens)
+            role_stats.add("entropy", float(entropy.detach()))
+            loss = loss - cfg.entropy_coef * entropy
+        if cfg.kl_coef > 0:
+            ref = _pad([s.ref_token_logprobs or [] for s in micro], width, dev)
+            kl_ref = kl_to_reference(tok_lp, ref, mask, n_tokens)
+            role_stats.add("kl_ref", float(kl_ref.detach()))
+            loss = loss + cfg.kl_coef * kl_ref
+        return loss
 
     def _advantages(self, part: Sequence[Sample], width: int, device: Any) -> torch.Tensor:
         """Advantages as ``[B]`` (action ratios) or ``[B, T]`` (token ratios)."""
@@ -645,6 +659,16 @@ class _Stats:
 
     def means(self) -> dict[str, float]:
         return {k: self.sums[k] / self.counts[k] for k in self.sums}
+
+
+def _merge_role_stats(stats: _Stats, role_stats: _Stats, role: str) -> float:
+    """Add one role's minibatch totals to ``stats``; returns its approximate KL."""
+    totals = role_stats.totals()
+    for name, value in totals.items():
+        stats.add(name, value)
+    if "clipfrac" in totals:
+        stats.add(f"clipfrac/{role}", totals["clipfrac"])
+    return totals.get("approx_kl", 0.0)
 
 
 def _explained_variance(pred: Sequence[float], target: Sequence[float]) -> float:

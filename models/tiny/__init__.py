@@ -9,7 +9,10 @@ noisy-teacher transcripts.
 * :mod:`~flexmg.models.tiny.transcripts`: the transcripts it learns from, written
   by the env families' noisy teachers;
 * :mod:`~flexmg.models.tiny.warmstart`: the supervised warm start that rebuilds
-  the shipped weights bit for bit (``python -m flexmg.models.tiny.warmstart``).
+  the shipped weights bit for bit (``python -m flexmg.models.tiny.warmstart``),
+  from its data (:mod:`~flexmg.models.tiny.mixtures`), batches
+  (:mod:`~flexmg.models.tiny.batches`), training loop (:mod:`~flexmg.models.tiny.fit`)
+  and checkpoint files (:mod:`~flexmg.models.tiny.checkpoint`).
 
 Example:
     >>> from flexmg.models.tiny.model import TINY_ASSET_DIR

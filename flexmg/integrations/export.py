@@ -77,13 +77,18 @@ def _episode_key(row: Mapping[str, Any]) -> str:
 
 
 def ability_of(env_id: str) -> str:
-    """The task family of an env id (``math``, ``code``) or ``"multi-agent"``.
+    """The ``ability`` its env family declares (``math``, ``code``), else ``"multi-agent"``.
 
-    >>> ability_of("code-3agent-v0"), ability_of("echo")
-    ('code', 'multi-agent')
+    Read from the family's metadata (:attr:`flexmg.family.Family.ability`), never
+    from the id's spelling.
+
+    >>> ability_of("code-3agent"), ability_of("relay-2agent"), ability_of("echo")
+    ('code', 'multi-agent', 'multi-agent')
     """
-    family = env_id.split("-", 1)[0]
-    return family if family in ("math", "code") else "multi-agent"
+    from flexmg.family import family_of
+
+    family = family_of(env_id)
+    return family.ability if family is not None else "multi-agent"
 
 
 def episode_row(

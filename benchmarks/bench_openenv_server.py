@@ -10,9 +10,10 @@ grader are the whole cost) are played three ways in one run:
   ``--workers`` processes.
 
 Target: one FlexMGSession session within 3x of in-process episodes/s. The server runs
-on this machine, so server and client share its cores. In-process and server passes
-alternate (``--rounds``), so both see the same load on a shared machine; the ratio is the
-median of the paired rounds, the episodes/s the best pass.
+on this machine, so server and client share its cores, and on uvloop when it is installed
+(the ``openenv`` extra installs it; the first line says which). In-process and server
+passes alternate (``--rounds``), so both see the same load on a shared machine; the ratio
+is the median of the paired rounds, the episodes/s the best pass.
 
 Run: python benchmarks/bench_openenv_server.py [--episodes 300] [--sessions 4 --workers 2]
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -187,7 +189,9 @@ def main() -> None:
         local, ours, ratio = paired(url, args.episodes, args.rounds)
         theirs = one_session(url, args.episodes, "openenv")
         floor = message_floor(url)
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio (pip install uvloop)"
     print(f"{ENV}, {args.episodes} episodes, scripted replies, cores: {os.cpu_count()}")
+    print(f"server event loop: {loop}")
     print(f"in process (seat driver)        : {local:8.1f} episodes/s (reference)")
     print(f"server, 1 session, FlexMGSession: {ours:8.1f} episodes/s ({local / ours:.2f}x slower)")
     print(

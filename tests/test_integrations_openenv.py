@@ -68,6 +68,17 @@ def test_an_episode_over_the_websocket_with_openenvs_client(server):
 
 
 @pytest.mark.slow  # a real server process (tens of seconds on a busy machine)
+def test_the_server_declines_per_message_compression(server):
+    # OpenEnv's client offers permessage-deflate; the server plays on uncompressed (cheaper).
+    from websockets.sync.client import connect
+
+    with connect(server.replace("http://", "ws://") + "/ws", compression="deflate") as ws:
+        assert ws.protocol.extensions == []
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+        assert json.loads(ws.recv(timeout=30))["data"]["observation"]["role"] == "solver"
+
+
+@pytest.mark.slow  # a real server process (tens of seconds on a busy machine)
 def test_bad_actions_get_openenv_errors_and_the_session_goes_on(server):
     with GenericEnvClient(base_url=server).sync() as client:
         client.reset(seed=1)

@@ -355,19 +355,17 @@ def serve(
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     app = create_flexmg_app(env_id, env_kwargs, max_sessions=max_sessions)  # fails early
+    # Observations are a few KB: compressing each costs more CPU than it saves on the wire
+    # (clients that offer permessage-deflate, like OpenEnv's, are simply answered without it).
+    # uvicorn's loop="auto" picks uvloop when installed (the openenv extra installs it).
+    options: dict[str, Any] = {"host": host, "port": port, "log_level": log_level}
+    options["ws_per_message_deflate"] = False
     if workers == 1:
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        uvicorn.run(app, **options)
         return
     spec = {"env_id": env_id, "env_kwargs": dict(env_kwargs or {}), "max_sessions": max_sessions}
     os.environ[SERVE_SPEC_VAR] = json.dumps(spec)
-    uvicorn.run(
-        f"{__name__}:app_from_environ",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-    )
+    uvicorn.run(f"{__name__}:app_from_environ", factory=True, workers=workers, **options)
 
 
 class RemoteSeatDriver:

@@ -1,9 +1,11 @@
 """A synchronous session on a ``flexmg serve`` server: one WebSocket, one env.
 
 :class:`FlexMGSession` speaks OpenEnv's WebSocket protocol (``reset``, ``step``,
-``state``) on one plain blocking socket, so a turn costs one round trip and no event
-loop. It answers like OpenEnv's ``GenericEnvClient(...).sync()`` (a ``StepResult`` whose
-``observation`` is a dict), so it drops in where that client is used.
+``state``) on one plain blocking socket read by the calling thread
+(:class:`~flexmg.integrations.wsconn.BlockingWebSocket`), so a turn costs one round trip,
+no event loop and no thread switch. It answers like OpenEnv's
+``GenericEnvClient(...).sync()`` (a ``StepResult`` whose ``observation`` is a dict), so it
+drops in where that client is used.
 
 * It checks that the server plays the env it was told to: given ``env_id`` (and
   ``env_kwargs``), a server playing another env or other kwargs is refused with
@@ -30,11 +32,12 @@ from typing import Any
 
 try:
     from openenv.core.client_types import StepResult
-    from websockets.sync.client import ClientConnection, connect  # type: ignore[import-not-found, unused-ignore]
 except ImportError as err:  # pragma: no cover - exercised without the extra
     raise ImportError(
         "flexmg.integrations.openenv_client needs OpenEnv: pip install 'flexmg[openenv]'"
     ) from err
+
+from flexmg.integrations.wsconn import BlockingWebSocket
 
 __all__ = [
     "FlexMGSession",
@@ -129,15 +132,14 @@ class FlexMGSession:
         ws_url = http_url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
         self.base_url = http_url.rstrip("/")
         self.timeout_s = timeout_s
-        self._ws: ClientConnection | None = connect(
-            ws_url.rstrip("/") + "/ws", open_timeout=timeout_s, max_size=None, compression=None
+        self._ws: BlockingWebSocket | None = BlockingWebSocket(
+            ws_url.rstrip("/") + "/ws", timeout_s=timeout_s
         )
 
     def _call(self, message: Mapping[str, Any]) -> dict[str, Any]:
         if self._ws is None:
             raise RuntimeError("the session is closed")
-        self._ws.send(json.dumps(message))
-        answer = json.loads(self._ws.recv(timeout=self.timeout_s))
+        answer = json.loads(self._ws.request(json.dumps(message)))
         if answer.get("type") == "error":
             data = answer.get("data") or {}
             why = str(data.get("message", "unknown error"))

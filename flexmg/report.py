@@ -406,8 +406,15 @@ def seeds_report(
     }
 
 
-def render_seeds_report(report: Mapping[str, Any], title: str = "Learning over seeds") -> str:
+def render_seeds_report(
+    report: Mapping[str, Any],
+    title: str = "Learning over seeds",
+    columns: tuple[str, str] = ("start", "end"),
+) -> str:
     """:func:`seeds_report` as Markdown: one table per role, each seed's gain beside the mean.
+
+    ``columns`` names the two sides (e.g. ``("single agent", "team")`` when the
+    pairs are two runs' ends rather than a start and an end).
 
     >>> print(render_seeds_report({"seeds": 0, "prompts": 0, "samples_per_prompt": 0,
     ...                            "team": {}, "roles": {}}).splitlines()[2])
@@ -435,7 +442,7 @@ def render_seeds_report(report: Mapping[str, Any], title: str = "Learning over s
         lines += [
             f"## {name}",
             "",
-            "| figure | start | end | gain (paired) | gain per seed |",
+            f"| figure | {columns[0]} | {columns[1]} | difference (paired) | per seed |",
             "|---|---|---|---|---|",
         ]
         for label, fig in named:

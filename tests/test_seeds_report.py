@@ -72,6 +72,17 @@ def test_team_report_then_seeds_report_on_two_trained_seeds(tmp_path: Path) -> N
     team = pooled["test"]["team"]["greedy"]["correct"]
     assert len(team["gain_per_seed"]) == 2 and pooled["test"]["prompts"] == 4
     assert "| greedy correct |" in dest.read_text()
+    # the end checkpoints against other runs, seed for seed, on the same prompts
+    out = _run("benchmarks/seeds_report.py", str(runs[0]), "--update", "1", "--out", str(dest),
+               "--against", str(runs[1]))  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    versus = json.loads(dest.with_suffix(".json").read_text())["test against"]["team"]
+    ends = [json.loads((r / "report_1.json").read_text())["test"]["team"] for r in runs]
+    greedy = [e["greedy"]["correct"]["end"] for e in ends]
+    assert versus["greedy"]["correct"]["gain"] == pytest.approx(greedy[0] - greedy[1], abs=1e-3)
+    out = _run("benchmarks/seeds_report.py", *map(str, runs), "--update", "1", "--out", str(dest),
+               "--against", str(runs[1]))  # fmt: skip
+    assert out.returncode == 2 and "one run per run" in out.stdout
     # a run reported with other settings cannot be pooled
     out = _run("benchmarks/team_report.py", str(runs[1]), "--prompts", "3",
                "--phrasing-prompts", "0", "--samples", "1")  # fmt: skip

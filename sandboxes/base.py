@@ -378,14 +378,14 @@ class Sandbox:
         def report(status: str, results: list[TestResult], error: str = "") -> TestReport:
             passed = sum(r.passed for r in results)
             return TestReport(
-                status,
+                status,  # type: ignore[arg-type]  # one of Status, by the callers
                 passed,
                 total,
                 results,
                 error,
                 stdout,
                 stderr,
-                duration,  # type: ignore[arg-type]
+                duration,
                 self.backend,
             )
 

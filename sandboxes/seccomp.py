@@ -271,15 +271,15 @@ def build_filter(machine: str | None = None) -> bytes:
             "set FLEXMG_SANDBOX_SECCOMP=0 to run the local sandbox without the filter"
         )
     audit_arch, column = _ARCHES[machine]
-    numbers = sorted({n[column] for n in _NUMBERS.values() if n[column] is not None})
+    numbers = sorted({c for n in _NUMBERS.values() if (c := n[column]) is not None})
     checks: list[tuple[int, int]] = []  # (opcode, k) of each jump to the deny return
     if machine == "x86_64":
         checks.append((_JGE_K, _X32_SYSCALL_BIT))
     checks += [(_JEQ_K, nr) for nr in numbers]
     blocks = [
-        (nrs[column], _self_only_block(args))
+        (c, _self_only_block(args))
         for nrs, args in _SELF_ONLY.values()
-        if nrs[column] is not None
+        if (c := nrs[column]) is not None
     ]
     blocks += [(nrs[column], _family_block()) for nrs in _SOCKET_CALLS.values()]
     blocks.append((_CLONE[column], _clone_block()))

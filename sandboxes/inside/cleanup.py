@@ -225,6 +225,7 @@ class RunCleanup:
         if self.spare is not None:
             try:
                 self._spare_pids()
+                assert self.spare.pids is not None  # _spare_pids set them
                 keep.update(p for p in self.spare.pids.values() if self.fs.owns(p))
             except OSError:
                 self._drop_spare()
@@ -336,7 +337,7 @@ class RunCleanup:
 
     def _prune_pidfds(self) -> None:
         """Close the pidfds of processes that are no longer kept between runs."""
-        keep = set()
+        keep: set[int] = set()
         if self.spare is not None and self.spare.pids:
             keep.update(self.spare.pids.values())
         if self.server is not None and self.server["pid"]:

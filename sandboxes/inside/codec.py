@@ -10,6 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+TYPE_CHECKING = False  # typing is never imported in the sandbox; mypy reads True
+if TYPE_CHECKING:
+    from typing import Any
+
 _MAX_ITEMS = 1_000_000
 _MAX_DEPTH = 200
 _BIG_INT = 1 << 4000
@@ -35,7 +39,7 @@ def encode(value: object, functions: list | None = None) -> object:
     return _enc(value, 0, budget, functions)
 
 
-def _enc(v: object, depth: int, budget: list[int], fns: list | None = None) -> object:
+def _enc(v: Any, depth: int, budget: list[int], fns: list | None = None) -> object:
     budget[0] -= 1
     if budget[0] < 0:
         raise NotPlainData("value too large (more than 1,000,000 items)")
@@ -81,7 +85,7 @@ def decode(obj: object, function: Callable[[int], object] | None = None) -> obje
     return _dec(obj, 0, function)
 
 
-def _dec(o: object, depth: int, fn: Callable[[int], object] | None = None) -> object:
+def _dec(o: Any, depth: int, fn: Callable[[int], object] | None = None) -> object:
     if depth > _MAX_DEPTH + 2:
         raise ValueError("encoded value nested too deeply")
     t = type(o)

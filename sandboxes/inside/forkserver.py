@@ -222,8 +222,8 @@ class ForkServerLink:
         all_fds = [fd for _, fds in plan for fd in fds]
         for attempt in range(2):
             try:
-                self.sock.settimeout(10.0)
-                socket.send_fds(self.sock, [msg], all_fds)
+                self.sock.settimeout(10.0)  # type: ignore[union-attr]  # None: caller's error
+                socket.send_fds(self.sock, [msg], all_fds)  # type: ignore[arg-type]
                 self.spawned = []
                 return
             except OSError:

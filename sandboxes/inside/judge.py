@@ -23,6 +23,10 @@ from .procs import (
 )
 from .runner import _MUTABLE, _builtin_exception, _read_job
 
+TYPE_CHECKING = False  # typing is never imported in the sandbox; mypy reads True
+if TYPE_CHECKING:
+    from typing import Any
+
 _COMPARE_BYTES = 1 << 20  # larger sides of an ``==`` test are compared by the judge itself
 
 
@@ -129,6 +133,7 @@ class Judge:
         for key, encoded in changed.items():
             if not isinstance(key, str):
                 continue
+            target: Any  # and value: one type of _MUTABLE, checked below
             if key.startswith("k:"):
                 target = kwargs.get(key[2:])
             elif key.isascii() and key.isdigit() and int(key) < len(args):
@@ -136,7 +141,7 @@ class Judge:
             else:
                 continue
             try:
-                value = decode(encoded)
+                value: Any = decode(encoded)
             except ValueError:
                 raise self._broken() from None
             if type(target) is not type(value) or type(target) not in _MUTABLE:
@@ -148,6 +153,7 @@ class Judge:
                 target.update(value)
 
     def _ask(self, payload: dict, functions: list | None = None) -> dict:
+        assert self.wfd is not None and self.rfd is not None  # _ensure_runner just ran
         try:
             write_frame(self.wfd, payload)
             reply = read_frame(self.rfd, self.test_deadline)
@@ -187,6 +193,7 @@ class Judge:
         if self.wfd is None:
             self._spawn_runner()
             self.preloaded = False
+        assert self.wfd is not None and self.rfd is not None  # set as a pair
         reply = None
         try:
             if not self.preloaded:

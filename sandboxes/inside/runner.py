@@ -20,6 +20,10 @@ from .procs import (
     _prctl,
 )
 
+TYPE_CHECKING = False  # typing is never imported in the sandbox; mypy reads True
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def _read_job(fd: int) -> dict | None:
     """The job frame on ``fd``, or None (EOF, garbage, not a dict)."""
@@ -143,8 +147,8 @@ def _next_frame() -> dict:
 
 def _serve_request(ns: dict, req: dict) -> dict:
     """Run one call of the solution for the judge; returns the reply frame."""
-    args: list = []
-    kwargs: dict = {}
+    args: Any = []  # decoded from the judge's frame: any plain data
+    kwargs: Any = {}
     try:
         fn = ns[req["fn"]]
         args = decode(req["args"], _test_function)

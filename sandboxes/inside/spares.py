@@ -33,6 +33,17 @@ class Spare:
     """
 
     FDS = ("out_r", "err_r", "si_w", "jo_r", "ji_w", "out_w", "err_w", "ci_w", "co_r", "jo_w")
+    if TYPE_CHECKING:  # the FDS (close() sets them to None: never read after)
+        out_r: int
+        err_r: int
+        si_w: int | None
+        jo_r: int
+        ji_w: int | None
+        out_w: int
+        err_w: int
+        ci_w: int
+        co_r: int
+        jo_w: int
 
     def __init__(self, roles: list[str], **fds: int | None) -> None:
         if set(fds) != set(self.FDS):
@@ -199,6 +210,7 @@ class SpareKeeper:
                 self.fs.pid = None
                 continue
             sp = self.spare
+            assert sp is not None  # _request_spare set it
             if self._intact(sp.runner) and (sp.judge is None or self._intact(sp.judge)):
                 self.spare = None
                 return sp

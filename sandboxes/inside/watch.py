@@ -75,6 +75,7 @@ class RunWatch:
         if mode == "exec":
             readers[sp.co_r] = notes
         else:
+            assert verdict_r is not None  # sp.jo_r in tests mode
             readers[verdict_r] = verdict
         return cls(
             mode=mode,
@@ -181,6 +182,7 @@ class RunWatcher:
             self._read_output(w, poller, fd)
 
     def _feed_stdin(self, w: RunWatch, poller: select.poll) -> None:
+        assert w.si_w is not None  # it polled
         try:
             n = os.write(w.si_w, w.stdin[: 1 << 16])
             w.stdin = w.stdin[n:]
@@ -236,7 +238,7 @@ class RunWatcher:
             "traced": w.runner in self.traced,
         }
         if w.mode == "exec":
-            st = self.exited.get(w.runner)
+            st = self.exited.get(w.runner)  # type: ignore[arg-type]  # None: no entry
             if st is not None:
                 res["exit_code"] = _status_exit_code(st)
             res["oom"] = b"M" in w.notes
@@ -250,7 +252,7 @@ class RunWatcher:
                 except ValueError:
                     res["verdict"] = None
                     res["verdict_malformed"] = True
-            st = self.exited.get(w.judge)
+            st = self.exited.get(w.judge)  # type: ignore[arg-type]  # None: no entry
             if st is not None:
                 res["judge_exit"] = _status_exit_code(st)
         return res

@@ -139,6 +139,7 @@ class Zygote(RunWatcher, SpareKeeper, RunCleanup):
             self._kill_pid(sp.judge)  # a fresh judge planned for untrusted tests
             self._close(sp.ji_w)
             sp.ji_w = None
+            assert self.server is not None  # use_server
             judge = self.server["pid"]
         else:
             judge = sp.judge if sp.judge is not None else self._fresh_judge(sp)
@@ -146,7 +147,8 @@ class Zygote(RunWatcher, SpareKeeper, RunCleanup):
             jr, jw = os.pipe()
             try:
                 ends = [sp.out_w, sp.err_w, sp.ci_w, sp.co_r, sp.jo_w]
-                socket.send_fds(self.server["sock"], [b"J"], [jr, *ends])
+                sock = self.server["sock"]  # type: ignore[index]  # use_server: not None
+                socket.send_fds(sock, [b"J"], [jr, *ends])
             except OSError:
                 self._close(jw)
                 self._drop_server()
@@ -154,7 +156,7 @@ class Zygote(RunWatcher, SpareKeeper, RunCleanup):
             finally:
                 self._close(jr)
         else:
-            jw, sp.ji_w = sp.ji_w, None
+            jw, sp.ji_w = sp.ji_w, None  # type: ignore[assignment]  # set with judge
         try:
             # The runner gets its job now and loads the solution while the judge
             # starts. From here on untrusted code runs.
@@ -307,7 +309,7 @@ class Zygote(RunWatcher, SpareKeeper, RunCleanup):
                 finally:
                     os._exit(0)
             if job.get("op") == "ping":
-                reply = {"pong": True, "procs": self._census(), "fs_starts": self.fs.starts}
+                reply: dict = {"pong": True, "procs": self._census(), "fs_starts": self.fs.starts}
             else:
                 try:
                     reply = self.handle(job)

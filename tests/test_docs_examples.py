@@ -33,7 +33,8 @@ def doc_blocks() -> list[tuple[str, str]]:
 
 def test_blocks_are_found() -> None:
     names = [name for name, _ in doc_blocks()]
-    assert len(names) >= 6 and "roles.md#2" not in names, names
+    # a block marked "<!-- not run: ... -->" is not collected (integrations.md has three)
+    assert len(names) >= 6 and "integrations.md#3" not in names, names
 
 
 @pytest.mark.parametrize("name,code", doc_blocks(), ids=[n for n, _ in doc_blocks()])

@@ -27,7 +27,7 @@ from flexmg.agents.stop import StopOnInterrupt, StopRequested  # noqa: E402
 from flexmg.agents.trainer import read_metrics  # noqa: E402
 
 TIMING_KEYS = {"seconds", "wall_seconds"}
-UPDATES = 6
+UPDATES = 12
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def _train_args(
     model: str, run_dir: Path, checkpoint_every: int = 100, vectorization: str = "sync"
 ) -> list[str]:
     return ["train", "--algo", "marft", "--env", "echo", "--model", model, "--seed", "3",
-            "--updates", str(UPDATES), "--episodes-per-update", "4", "--eval-episodes", "4",
+            "--updates", str(UPDATES), "--episodes-per-update", "16", "--eval-episodes", "4",
             "--eval-every", "2", "--checkpoint-every", str(checkpoint_every),
             "--keep-checkpoints", "3", "--max-new-tokens", "4", "--device", "cpu",
             "--vectorization", vectorization, "--run-dir", str(run_dir)]  # fmt: skip
@@ -104,7 +104,7 @@ def _assert_same_run(run: Path, reference: Path) -> None:
     summary = json.loads((run / "summary.json").read_text())
     assert summary["evals"] == json.loads((reference / "summary.json").read_text())["evals"]
     updates = saved_eval_updates(reference)
-    assert saved_eval_updates(run) == updates == [0, 2, 4, 6]
+    assert saved_eval_updates(run) == updates == list(range(0, UPDATES + 1, 2))
     assert [read_eval_episodes(run, u) for u in updates] == [
         read_eval_episodes(reference, u) for u in updates
     ]
@@ -161,16 +161,22 @@ def test_a_second_ctrl_c_aborts_and_keeps_the_last_checkpoint(small_model, unint
     _wait_for(lambda: bool(list_checkpoints(run / "checkpoints")), proc, "a checkpoint")
     os.killpg(proc.pid, signal.SIGINT)
     _wait_for(lambda: any(x.startswith("Ctrl-C: ") for x in lines), proc, "the first notice")
-    os.killpg(proc.pid, signal.SIGINT)  # while update 2 still runs
+    os.killpg(proc.pid, signal.SIGINT)  # while update 2 still runs (almost always)
     assert proc.wait(timeout=600) == 130
     reader.join()
     err = "".join(lines)
     last_line = err.strip().splitlines()[-1]
-    assert re.fullmatch(
+    aborted = re.fullmatch(
         rf"aborted: the newest checkpoint \S+ is intact; continue with: "
         rf"flexmg train --resume {re.escape(str(run))}",
         last_line,
-    ), err[-2000:]
+    )
+    # on a loaded machine the first stop can complete (update 2 saved) before the second
+    # Ctrl-C is delivered: then the run says so, still exits 130 and resumes exactly
+    stopped = re.fullmatch(
+        r"stopped after update \d+ of \d+: saved \S+; continue with: .*", last_line
+    )
+    assert aborted or stopped, err[-2000:]
     saved = list_checkpoints(run / "checkpoints")
     assert saved and all(load_checkpoint(p)["format"] == 1 for p in saved)
     _no_partial_files(run)

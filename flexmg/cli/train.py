@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -133,6 +134,9 @@ def run(args: argparse.Namespace) -> int:
     except FileExistsError as exc:
         raise CommandError(str(exc)) from exc
     except TrainingInterrupted as stop:
+        # the run is saved and over: a Ctrl-C from now on (while the interpreter shuts down,
+        # e.g. joining the TensorBoard writer) must not turn exit 130 into death by SIGINT
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print(
             f"stopped after update {stop.update} of {trainer.config.updates}: saved "
             f"{stop.checkpoint}; continue with: flexmg train --resume {stop.run_dir}",
@@ -140,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return INTERRUPTED
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print(aborted_line(trainer.run_dir), file=sys.stderr)
         return INTERRUPTED
     keys = ("eval_start", "eval_end", "correct_start", "correct_end", "format_start",

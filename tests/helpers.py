@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -147,3 +149,25 @@ def save_tiny_chat_model(folder: str | Path, seed: int = 0) -> Path:
     tok.save_pretrained(folder)
     tok.save_pretrained(folder / "tokenizer")
     return folder
+
+
+def stopped_process(prefix: str, deadline: float, what: str) -> tuple[int, str]:
+    """(host pid, name) of a stopped (state T) process whose name starts with ``prefix``.
+
+    A sandboxed run names itself with ``prctl(PR_SET_NAME)`` and stops itself with
+    SIGSTOP; the test finds it here. Raises ``AssertionError(what)`` at ``deadline``.
+    """
+    while time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            name, rest = stat.split("(", 1)[1].rsplit(")", 1)
+            if name.startswith(prefix) and rest.split()[0] == "T":
+                return int(entry), name
+        time.sleep(0.05)
+    raise AssertionError(what)

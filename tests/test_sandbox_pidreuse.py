@@ -29,6 +29,7 @@ import pytest
 from flexmg.sandboxes import ExecResult, Sandbox
 from flexmg.sandboxes.seccomp import seccomp_enabled
 from flexmg.sandboxes.testing import open_sandbox
+from helpers import stopped_process
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="driving ns_last_pid needs root")
 
@@ -125,20 +126,8 @@ def sb(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Itera
 
 def _stopped(token: str, deadline: float) -> tuple[int, int]:
     """(host pid, victim's pid in the sandbox) of the stopped run named ``token<victim>``."""
-    while time.monotonic() < deadline:
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            name, rest = stat.split("(", 1)[1].rsplit(")", 1)
-            if name.startswith(token) and rest.split()[0] == "T":
-                return int(entry), int(name[len(token) :])
-        time.sleep(0.05)
-    raise AssertionError("the attacking run never stopped itself")
+    pid, name = stopped_process(token, deadline, "the attacking run never stopped itself")
+    return pid, int(name[len(token) :])
 
 
 def _attack(sb: Sandbox) -> tuple[ExecResult, str]:

@@ -21,6 +21,7 @@ import pytest
 
 from flexmg.sandboxes import ExecResult, Sandbox
 from flexmg.sandboxes.testing import open_sandbox
+from helpers import stopped_process
 
 
 def _why_no_worker_uids() -> str | None:
@@ -138,20 +139,8 @@ def _box(name: str, timeout: float = HOLD_TIMEOUT) -> Sandbox:
 
 def _find(token: str, deadline: float) -> int:
     """The pid of the stopped process named ``token``."""
-    while time.monotonic() < deadline:
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            name, rest = stat.split("(", 1)[1].rsplit(")", 1)
-            if name == token and rest.split()[0] == "T":
-                return int(entry)
-        time.sleep(0.05)
-    raise AssertionError(f"the attacking run ({token}) never held the quota")
+    pid, _ = stopped_process(token, deadline, f"the attacking run ({token}) never held the quota")
+    return pid
 
 
 def _while_held(fill: str, check: Callable[[], object]) -> ExecResult:

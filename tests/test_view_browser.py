@@ -165,14 +165,23 @@ def test_a_few_thousand_episodes_stay_usable(driver, tmp_path):
 
 
 def _wait(check, seconds: float = 5.0) -> bool:
+    """Poll ``check`` until it holds; an element re-rendered while read counts as not yet."""
     import time
+
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    def holds() -> bool:
+        try:
+            return bool(check())
+        except StaleElementReferenceException:  # the page redrew it between find and read
+            return False
 
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        if check():
+        if holds():
             return True
         time.sleep(0.05)
-    return check()
+    return holds()
 
 
 @pytest.mark.slow

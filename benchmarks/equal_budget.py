@@ -35,6 +35,9 @@ ENV = "math-1agent"
 TASKS: dict[str, Any] = {"name": "arithmetic", "max_operand": 40, "ops": "+"}
 """The main job's task (``scripts/train.sh``): "What is A + B?", A and B in 0-40."""
 
+SOLVER_PROMPT = "You are the solver. Solve the problem and put the final answer in \\boxed{}."
+"""The main job's solver instructions (``scripts/train.sh``), given to both sides."""
+
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """The seven linear projections of a Llama/Qwen2 block."""
 
@@ -55,6 +58,7 @@ class Budget:
     micro_batch: int = 16
     seed: int = 0
     tasks: dict[str, Any] = field(default_factory=lambda: dict(TASKS))
+    solver_prompt: str = SOLVER_PROMPT
     device: str = "cpu"
     dtype: str = "float32"
 
@@ -77,7 +81,7 @@ class Budget:
     @property
     def env_kwargs(self) -> dict[str, Any]:
         """``flexmg.make`` keywords of the task (the split is added where it is played)."""
-        return {"tasks": dict(self.tasks)}
+        return {"tasks": dict(self.tasks), "prompts": {"solver": self.solver_prompt}}
 
     def to_dict(self) -> dict[str, Any]:
         """The budget as plain JSON-able data."""
@@ -131,7 +135,8 @@ def train_config(budget: Budget, algo: str, run_dir: str | Path) -> Any:
         max_new_tokens=budget.max_new_tokens, micro_batch=budget.micro_batch,
         device=budget.device, dtype=budget.dtype,
     )  # fmt: skip
-    ppo = PPOConfig(lr_actor=budget.lr, lr_critic=5e-4, epochs=1, minibatches=1)
+    ppo = PPOConfig(lr_actor=budget.lr, lr_critic=5e-4, epochs=1, minibatches=1,
+                    lr_schedule="constant")  # fmt: skip
     return TrainConfig(
         env=ENV, algo=algo, seed=budget.seed, updates=budget.steps,
         episodes_per_update=budget.batch, group_size=budget.samples, eval_episodes=0,
@@ -260,6 +265,7 @@ def grpo_config(budget: Budget, output_dir: str | Path, **overrides: Any) -> Any
         gradient_accumulation_steps=budget.batch // budget.micro_batch,
         num_generations=budget.samples, max_completion_length=budget.max_new_tokens,
         temperature=budget.temperature, top_k=0, top_p=1.0, learning_rate=budget.lr,
+        lr_scheduler_type="constant",
         beta=0.0, num_iterations=1, shuffle_dataset=False, use_cpu=budget.device == "cpu",
         bf16=budget.dtype == "bfloat16", fp16=False, gradient_checkpointing=False,
         disable_dropout=True, logging_steps=1, report_to="none", save_strategy="no",

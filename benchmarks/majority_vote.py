@@ -1,7 +1,8 @@
 """Majority vote over k samples of the untrained model: the no-training peer at equal samples.
 
 The base model (``--model``, default SmolLM2-135M-Instruct) plays ``math-1agent``'s
-solver with flexmg's own prompt and decoder on ``--prompts`` distinct prompts of the
+solver with flexmg's own decoder and the main job's solver instructions
+(``--solver-prompt``, as in ``scripts/train.sh``) on ``--prompts`` distinct prompts of the
 **test** split, ``--k`` times each at temperature 1.0 (no top-k/top-p), at most
 ``--max-new-tokens`` tokens (the training budget). Each sample's answer is the value
 the env says it committed to (its one boxed answer, else its last number); the
@@ -30,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from equal_budget import ENV, resolve_device, tasks_option
+from equal_budget import ENV, SOLVER_PROMPT, resolve_device, tasks_option
 from flexmg.io import atomic_write_json
 
 
@@ -120,6 +121,7 @@ def figures(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, dict[str, An
 def run(
     model: str, prompts: int, k: int, max_new_tokens: int, tasks: dict[str, Any],
     temperature: float = 1.0, seed: int = 0, device: str = "cpu", batch_size: int = 64,
+    solver_prompt: str = SOLVER_PROMPT,
 ) -> dict[str, Any]:  # fmt: skip
     """Sample, vote and grade (see the module docstring); the summary with every prompt's row."""
     import torch
@@ -128,7 +130,7 @@ def run(
     from flexmg.models.actor import ModelActor
     from flexmg.models.config import SamplingConfig
 
-    env_kwargs = {"tasks": dict(tasks), "split": "test"}
+    env_kwargs = {"tasks": dict(tasks), "prompts": {"solver": solver_prompt}, "split": "test"}
     t0 = time.monotonic()
     torch.manual_seed(seed)
     actor = ModelActor.load(model, max_new_tokens, device=device, dtype="float32",
@@ -144,8 +146,8 @@ def run(
     return {
         "model": model, "env": ENV, "split": "test", "tasks": dict(tasks), "prompts": len(seeds),
         "k": k, "temperature": temperature, "max_new_tokens": max_new_tokens,
-        "prompt_style": actor.decoder.prompts.style, "device": device, "seed": seed,
-        **figures(rows, k), "load_s": round(load_s, 2), "wall_s": round(sample_s, 2),
+        "prompt_style": actor.decoder.prompts.style, "solver_prompt": solver_prompt,
+        "device": device, "seed": seed, **figures(rows, k), "load_s": round(load_s, 2), "wall_s": round(sample_s, 2),
         "rows": rows,
     }  # fmt: skip
 
@@ -175,6 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=48, help="the training budget")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--tasks", default=None, help="math-1agent's tasks= as JSON")
+    parser.add_argument("--solver-prompt", default=SOLVER_PROMPT,
+                        help="the solver's instructions (default: the main job's)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     parser.add_argument("--batch-size", type=int, default=64, help="episodes sampled at once")
@@ -195,7 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     result = run(args.model, args.prompts, args.k, args.max_new_tokens, tasks, args.temperature,
-                 args.seed, resolve_device(args.device), args.batch_size)  # fmt: skip
+                 args.seed, resolve_device(args.device), args.batch_size,
+                 args.solver_prompt)  # fmt: skip
     print(format_report(result))
     if args.json is not None:
         atomic_write_json(args.json, result, indent=2)

@@ -6,8 +6,8 @@
 in its order, with flexmg's chat prompt; reward = the env's own score of the
 completion (the value, however written, plus the 0.1 format term); ``--prompts`` x
 ``--samples`` completions (8 x 8) of at most ``--max-new-tokens`` (48) tokens per step
-at temperature 1.0; LoRA r16 a32 on the seven projections; lr 2e-4 (linear decay,
-TRL's default schedule, as ``flexmg train``'s); ``--steps`` steps. Writes in ``DIR``:
+at temperature 1.0; LoRA r16 a32 on the seven projections; lr 2e-4 constant (the
+main job's schedule; TRL's default would decay it); ``--steps`` steps. Writes in ``DIR``:
 
 * ``adapter/``: the LoRA adapter in peft's layout (``PeftModel.from_pretrained(base,
   DIR/adapter)`` loads it in plain transformers);

@@ -46,7 +46,7 @@ def test_the_budget_gives_trl_flexmg_train_prompts_and_reward() -> None:
     rows = eb.trl_rows(budget, chat=True)
     assert [r["seed"] for r in rows] == eb.prompt_seeds(budget, 0) + eb.prompt_seeds(budget, 1)
     system, user = rows[0]["prompt"]
-    assert system["role"] == "system" and "solver" in system["content"]
+    assert system == {"role": "system", "content": eb.SOLVER_PROMPT}  # the main job's instructions
     assert rows[0]["task"] in user["content"]
     import flexmg
 

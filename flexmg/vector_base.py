@@ -41,6 +41,7 @@ class EpisodeResult:
     transcript: list[TurnRecord]
     metrics: dict[str, Any] = field(default_factory=dict)
     task: Task | None = None  # the task played (its gold answer for transcripts)
+    rewards: dict[str, float] = field(default_factory=dict)  # per role, summed over the episode
 
     @property
     def success(self) -> bool:
@@ -54,53 +55,75 @@ class EpisodeResult:
             "seed": self.seed,
             "task_id": self.task_id,
             "metrics": self.metrics,
+            "rewards": self.rewards,
             "transcript": [r.to_dict() for r in self.transcript],
         }
 
 
 class EnvRunner:
-    """Drives one env for the vector API: skips dead steps, records finished episodes."""
+    """The one turn stepper: drives one env, skips dead steps, sums rewards, records the end.
+
+    Every driver steps envs through it: the vector envs (one runner per env),
+    :func:`flexmg.episodes.play_batch` on top of them, and the seat driver of the
+    framework adapters (:class:`flexmg.integrations.seats.SeatDriver`).
+    ``rewards`` holds each role's rewards summed so far (PettingZoo's cumulative
+    reward, collected each time the role is selected, dead steps included);
+    ``step_rewards`` and ``step_infos`` are ``env.rewards`` and ``env.infos`` right
+    after the last action (before the dead steps that follow it clear them);
+    ``endings`` maps each role whose turns are over to its ``(terminated, truncated)``.
+    """
 
     def __init__(self, env: FlexMGEnv, index: int) -> None:
         self.env = env
         self.index = index
         self.seed: int | None = None
         self.result: EpisodeResult | None = None
+        self.rewards: dict[str, float] = {}
+        self.step_rewards: dict[str, float] = {}
+        self.step_infos: dict[str, dict[str, Any]] = {}
+        self.endings: dict[str, tuple[bool, bool]] = {}
+        self._pending: str | None = None
 
     def reset(self, seed: int | None, options: dict | None) -> str | None:
         """Reset the env with ``seed`` and ``options``; returns the role to act first."""
         self.seed = seed
         self.result = None
+        self.rewards = {role: 0.0 for role in self.env.possible_agents}
+        self.step_rewards, self.step_infos, self.endings = {}, {}, {}
         self.env.reset(seed=seed, options=options)
-        return self.pending()
+        return self._advance()
 
     def pending(self) -> str | None:
-        """The role that must act next, or ``None`` once the episode is over.
+        """The role that must act next, or ``None`` once the episode is over."""
+        return self._pending
 
-        Dead steps of terminated or truncated roles are taken on the way; when the
-        episode ends its :class:`EpisodeResult` is recorded in ``self.result``.
-        """
+    def _advance(self) -> str | None:
+        """Collect the selected role's reward, take dead steps, record the end if reached."""
         env = self.env
-        while env.agents and (
-            env.terminations[env.agent_selection] or env.truncations[env.agent_selection]
-        ):
+        while env.agents:
+            role = env.agent_selection
+            _, reward, terminated, truncated, _ = env.last(observe=False)
+            self.rewards[role] = self.rewards.get(role, 0.0) + float(reward)
+            if not (terminated or truncated):
+                self._pending = role
+                return role
+            self.endings[role] = (bool(terminated), bool(truncated))
             env.step(None)
-        if not env.agents:
-            if self.result is None:
-                self.result = EpisodeResult(
-                    env_index=self.index,
-                    seed=self.seed,
-                    task_id=env.task.id if env.task else "",
-                    transcript=list(env.transcript),
-                    metrics=dict(env.episode_metrics),
-                    task=env.task,
-                )
-            return None
-        return env.agent_selection
+        self._pending = None
+        self.result = EpisodeResult(
+            env_index=self.index,
+            seed=self.seed,
+            task_id=env.task.id if env.task else "",
+            transcript=list(env.transcript),
+            metrics=dict(env.episode_metrics),
+            task=env.task,
+            rewards=dict(self.rewards),
+        )
+        return None
 
     def observe(self, role: str) -> dict | None:
         """``role``'s observation, or ``None`` when another role (or nobody) is to act."""
-        return self.env.observe(role) if self.pending() == role else None
+        return self.env.observe(role) if self._pending == role else None
 
     def step(self, role: str, action: str | None) -> tuple[str | None, EpisodeResult | None]:
         """Apply ``role``'s ``action`` if it is that role's turn.
@@ -111,14 +134,16 @@ class EnvRunner:
         Raises:
             ValueError: if it is ``role``'s turn and ``action`` is ``None``.
         """
-        if self.pending() != role:
-            return self.pending(), None
+        if self._pending != role:
+            return self._pending, None
         if action is None:
             raise ValueError(
                 f"env {self.index} is waiting on role {role!r}: its action must be a str, got None"
             )
         self.env.step(action)
-        pending = self.pending()
+        self.step_rewards = {r: float(v) for r, v in self.env.rewards.items()}
+        self.step_infos = {r: dict(i) for r, i in self.env.infos.items()}
+        pending = self._advance()
         return pending, (self.result if pending is None else None)
 
 

@@ -85,7 +85,7 @@ def _seat_result(result: Any) -> dict[str, Any]:
     )
 
 
-def _play(env_id: str) -> dict[str, Any]:
+def _play(env_id: str, recording: bool = False) -> dict[str, Any]:
     roles = flexmg.make(env_id).possible_agents
 
     def one(role: str):
@@ -110,6 +110,9 @@ def _play(env_id: str) -> dict[str, Any]:
     finally:
         vec.close()
     vector = [_scrub(ep.to_dict()) for ep in played]
+    if recording:  # the reference predates EpisodeResult.rewards
+        for ep in vector:
+            ep.pop("rewards", None)
     return {"play_episode": episodes, "seat_play_batch": batch, "episodes_play_batch": vector}
 
 
@@ -120,7 +123,7 @@ def _seat_user_text(obs: dict[str, Any]) -> str:
 
 
 def record() -> None:
-    data = {env_id: _play(env_id) for env_id in ENV_IDS}
+    data = {env_id: _play(env_id, recording=True) for env_id in ENV_IDS}
     REFERENCE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"wrote {REFERENCE} ({len(data)} envs)")
 
@@ -129,8 +132,35 @@ def record() -> None:
 def test_drivers_play_what_they_played_before(env_id: str) -> None:
     reference = json.loads(REFERENCE.read_text())[env_id]
     now = json.loads(json.dumps(_play(env_id), sort_keys=True))
+    # episodes' per-role reward sums are new: they must equal the seat driver's
+    summed = [ep.pop("rewards") for ep in now["episodes_play_batch"]]
+    assert summed == [ep["rewards"] for ep in reference["play_episode"]]
     for driver in ("play_episode", "seat_play_batch", "episodes_play_batch"):
         assert now[driver] == reference[driver], f"{env_id}: {driver} differs from the reference"
+
+
+@pytest.mark.parametrize("env_id", ["math-2agent", "check-1agent", "split-2agent"])
+def test_seat_driver_step_rewards_are_the_envs(env_id: str) -> None:
+    """After each turn the seat driver reports the env's own ``rewards`` and ``infos``."""
+    from flexmg.integrations.seats import SeatDriver, observation_to_messages
+
+    env, driver = flexmg.make(env_id), SeatDriver(flexmg.make(env_id), env_id, seed=3)
+    env.reset(seed=3)
+    expected, got = [], []
+    for role in env.agent_iter():
+        obs, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            env.step(None)
+            continue
+        text = _reply(role, observation_to_messages(obs)[-1]["content"])
+        env.step(text)
+        expected.append((dict(env.rewards), _scrub(env.infos)))
+        turn = driver.pending()
+        assert turn is not None and turn[0] == role
+        driver.act(text)
+        got.append((driver.step_rewards, _scrub(driver.step_infos)))
+    assert driver.pending() is None and got == expected
+    assert any(any(r.values()) for r, _ in expected), "the case should pay some reward"
 
 
 def test_reference_is_not_trivial() -> None:

@@ -61,20 +61,19 @@ def run(args: argparse.Namespace) -> int:
     """Play one episode, reading each message from stdin (see :func:`_read_action`)."""
     import flexmg
     from flexmg.io import json_default
+    from flexmg.vector_base import EnvRunner
 
     kwargs = parse_kwargs(args.kw)
     check_env(args.env_id, kwargs)
     piped = not sys.stdin.isatty()
     env = flexmg.make(args.env_id, **kwargs)
-    env.reset(seed=args.seed)
+    runner = EnvRunner(env, 0)
+    runner.reset(args.seed, None)
     print(f"=== {args.env_id} (seed {args.seed}); roles: {' -> '.join(env.graph.order())} ===")
     print(f"TASK:\n{env.task.prompt}\n")
     try:
-        for role in env.agent_iter():
-            obs, reward, term, trunc, info = env.last()
-            if term or trunc:
-                env.step(None)
-                continue
+        while (role := runner.pending()) is not None:
+            obs = env.observe(role)
             print(f"--- round {int(obs['round']) + 1}, role: {role} ---")
             print(f"instructions: {obs['instructions']}")
             if obs["feedback"]:
@@ -85,9 +84,10 @@ def run(args: argparse.Namespace) -> int:
             if action is None:
                 print("quit.")
                 return 0
-            env.step(action)
-            if any(env.rewards.values()) or env.transcript[-1].position == 0 or not env.agents:
-                print(f"rewards: {env.rewards}")
+            runner.step(role, action)
+            rewards = runner.step_rewards
+            if any(rewards.values()) or env.transcript[-1].position == 0 or not env.agents:
+                print(f"rewards: {rewards}")
             note = env.transcript[-1].info.get("annotation")
             if note:
                 print(f"[env]: {note}")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flexmg.models.prompts import chat_messages
+from flexmg.vector_base import EnvRunner
 
 Messages = list[dict[str, str]]
 RoleFn = Callable[[Messages], str]
@@ -132,9 +133,10 @@ def _check_text(role: str, text: Any) -> str:
 class SeatDriver:
     """One env's episode, advanced turn by turn by whoever supplies the texts.
 
-    The building block of :func:`play_episode`, :func:`play_batch` and the
-    framework adapters: :meth:`pending` names the role to act and its prompt,
-    :meth:`act` plays that role's text. ``result`` fills in as the episode goes.
+    The chat view of :class:`flexmg.vector_base.EnvRunner` (the one turn stepper)
+    for :func:`play_episode` and the framework adapters: :meth:`pending` names the
+    role to act and its prompt, :meth:`act` plays that role's text. ``result``
+    fills in as the episode goes.
 
     >>> import flexmg
     >>> driver = SeatDriver(flexmg.make("echo"), "echo", seed=0)
@@ -147,14 +149,15 @@ class SeatDriver:
         self.env = env
         self.system = system
         self.result = EpisodeResult(env_id=env_id, seed=seed)
-        self.result.rewards = {r: 0.0 for r in env.possible_agents}
         self.result.transcripts = {r: [] for r in env.possible_agents}
         self.observation: dict[str, Any] | None = None
         self.step_rewards: dict[str, float] = {}
         self.step_infos: dict[str, dict[str, Any]] = {}
         self.team_reward = 0.0
+        self._runner = EnvRunner(env, 0)
+        self._runner.reset(seed, None)
+        self.result.rewards = self._runner.rewards
         self._prompt: tuple[str, int, Messages] | None = None
-        env.reset(seed=seed)
 
     @property
     def done(self) -> bool:
@@ -165,22 +168,16 @@ class SeatDriver:
         """The role to act next and its prompt; ``None`` once the episode is over."""
         if self._prompt is not None:
             return self._prompt[0], self._prompt[2]
-        env = self.env
-        while env.agents:
-            role = env.agent_selection
-            obs, reward, terminated, truncated, _ = env.last()
-            self.result.rewards[role] += float(reward)
-            if terminated or truncated:
-                env.step(None)
-                continue
-            messages = observation_to_messages(obs, system=self.system)
-            self.observation = obs
-            self._prompt = (role, int(obs["round"]), messages)
-            return role, messages
-        self.observation = None
-        self.result.metrics = dict(self.env.episode_metrics)
-        self.result.score = float(self.result.metrics.get("score", 0.0))
-        return None
+        role = self._runner.pending()
+        if role is None:
+            self.observation = None
+            _finish(self.result, self._runner)
+            return None
+        obs = self.env.observe(role)
+        messages = observation_to_messages(obs, system=self.system)
+        self.observation = obs
+        self._prompt = (role, int(obs["round"]), messages)
+        return role, messages
 
     def act(self, text: str) -> None:
         """Play ``text`` for the pending role and record the turn."""
@@ -188,18 +185,31 @@ class SeatDriver:
             raise RuntimeError("the episode is over: no role is waiting to act")
         assert self._prompt is not None
         role, round_index, messages = self._prompt
-        self.env.step(_check_text(role, text))
+        self._runner.step(role, _check_text(role, text))
         self._prompt = None
-        self.step_rewards = {r: float(v) for r, v in self.env.rewards.items()}
-        self.step_infos = {r: dict(i) for r, i in self.env.infos.items()}
+        self.step_rewards = self._runner.step_rewards
+        self.step_infos = self._runner.step_infos
         record = self.env.transcript[-1]
         self.team_reward = float(record.team_reward)
-        chat = self.result.transcripts[role]
-        if not chat and messages[0]["role"] == "system":
-            chat.append(dict(messages[0]))
-        chat.append(dict(messages[-1]))
-        chat.append({"role": "assistant", "content": record.action})
-        self.result.segments.append(Segment(role, round_index, messages, record.action))
+        _record_turn(self.result, Segment(role, round_index, messages, record.action))
+
+
+def _record_turn(result: EpisodeResult, segment: Segment) -> None:
+    """Add one turn to ``result``: its segment, and the role's chat (system once, user, reply)."""
+    chat = result.transcripts.setdefault(segment.role, [])
+    if not chat and segment.messages[0]["role"] == "system":
+        chat.append(dict(segment.messages[0]))
+    chat.append(dict(segment.messages[-1]))
+    chat.append({"role": "assistant", "content": segment.text})
+    result.segments.append(segment)
+
+
+def _finish(result: EpisodeResult, runner: EnvRunner) -> None:
+    """Fill ``result``'s end-of-episode fields from the runner's finished episode."""
+    assert runner.result is not None
+    result.rewards = runner.result.rewards
+    result.metrics = dict(runner.result.metrics)
+    result.score = float(result.metrics.get("score", 0.0))
 
 
 def _make_env(env_or_id: Any, env_kwargs: Mapping[str, Any] | None) -> tuple[Any, str, bool]:
@@ -259,7 +269,8 @@ def play_batch(
 
     Envs waiting on the same role are batched into one call of ``roles[role]``
     (envs with per-round graphs may wait on different roles; each role is
-    called for its own group). Results come back in the order of ``seeds``.
+    called for its own group). The chat view of :func:`flexmg.episodes.play_batch`,
+    the one batch driver. Results come back in the order of ``seeds``.
 
     >>> team = {"a": lambda b: [m[-1]["content"].split()[1] for m in b], "b": lambda b: ["x"] * len(b)}
     >>> [r.seed for r in play_batch("echo", team, seeds=[4, 5])]
@@ -267,31 +278,44 @@ def play_batch(
     """
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
         raise TypeError(f"seeds must be a sequence of ints, got {type(seeds).__name__}")
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        return []
     import flexmg
+    from flexmg.episodes import play_batch as play_vector_batch
 
-    envs = [flexmg.make(env_id, **dict(env_kwargs or {})) for _ in seeds]
+    vec = flexmg.make_vec(env_id, num_envs=len(seeds), **dict(env_kwargs or {}))
     try:
-        if envs:
-            _check_roles(envs[0].possible_agents, roles)
-        seats = [SeatDriver(env, env_id, seed, system) for env, seed in zip(envs, seeds)]
-        waiting = {i: turn for i, s in enumerate(seats) if (turn := s.pending()) is not None}
-        while waiting:
-            role = waiting[min(waiting)][0]
-            group = [i for i, (r, _) in waiting.items() if r == role]
-            texts = roles[role]([waiting[i][1] for i in group])
-            if isinstance(texts, (str, bytes)) or len(texts) != len(group):
-                raise ValueError(
-                    f"the batched callable of role {role!r} must return a list of "
-                    f"{len(group)} texts (one per message list), got {texts!r:.200}"
-                )
-            for i, text in zip(group, texts):
-                seats[i].act(text)
-                turn = seats[i].pending()
-                if turn is None:
-                    del waiting[i]
-                else:
-                    waiting[i] = turn
-        return [s.result for s in seats]
+        _check_roles(vec.possible_agents, roles)
+        team = {role: _ChatActor(role, fn, system) for role, fn in roles.items()}
+        episodes = play_vector_batch(vec, team, seeds)
     finally:
-        for env in envs:
-            env.close()
+        vec.close()
+    results = []
+    for episode in episodes:
+        result = EpisodeResult(env_id=env_id, seed=episode.seed)
+        result.transcripts = {r: [] for r in vec.possible_agents}
+        for record in episode.transcript:
+            messages = observation_to_messages(record.observation, system=system)
+            _record_turn(result, Segment(record.role, record.round, messages, record.action))
+        result.rewards = episode.rewards
+        result.metrics = dict(episode.metrics)
+        result.score = float(result.metrics.get("score", 0.0))
+        results.append(result)
+    return results
+
+
+class _ChatActor:
+    """A batched role callable (message lists -> texts) as an :class:`~flexmg.protocols.Actor`."""
+
+    def __init__(self, role: str, fn: BatchRoleFn, system: bool) -> None:
+        self.role, self.fn, self.system = role, fn, system
+
+    def act(self, observations: list[dict[str, Any]]) -> list[str]:
+        texts = self.fn([observation_to_messages(o, system=self.system) for o in observations])
+        if isinstance(texts, (str, bytes)) or len(texts) != len(observations):
+            raise ValueError(
+                f"the batched callable of role {self.role!r} must return a list of "
+                f"{len(observations)} texts (one per message list), got {texts!r:.200}"
+            )
+        return [_check_text(self.role, t) for t in texts]

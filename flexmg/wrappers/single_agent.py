@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium as gym
 
 from flexmg.env import FlexMGEnv
+from flexmg.vector_base import EnvRunner
 
 Policy = Callable[[dict[str, Any]], str]
 
@@ -66,46 +67,38 @@ class SingleAgentEnv(gym.Env):
         self.observation_space = env.observation_space(role)
         self.action_space = env.action_space(role)
         self.render_mode = env.render_mode
+        self._runner = EnvRunner(env, 0)
+        self._reward_so_far = 0.0
 
     def _advance(self) -> tuple[float, bool, bool]:
-        """Run other roles until it is ``role``'s turn or the episode ends."""
-        env = self.env
-        reward = 0.0
-        while env.agents:
-            agent = env.agent_selection
-            if env.terminations[agent] or env.truncations[agent]:
-                if agent == self.role:
-                    reward += env._cumulative_rewards[agent]
-                    terminated, truncated = env.terminations[agent], env.truncations[agent]
-                    env.step(None)
-                    self._drain()
-                    return reward, terminated, truncated
-                env.step(None)
-                continue
-            if agent == self.role:
-                return reward + env._cumulative_rewards[agent], False, False
-            env.step(self.others[agent](env.observe(agent)))
-        return reward, True, False
+        """Play the other roles until it is ``role``'s turn or the episode ends.
 
-    def _drain(self) -> None:
-        env = self.env
-        while env.agents:
-            env.step(None)
+        Returns ``role``'s reward since its previous turn and whether it is over.
+        """
+        runner = self._runner
+        while (agent := runner.pending()) is not None and agent != self.role:
+            runner.step(agent, self.others[agent](self.env.observe(agent)))
+        total = runner.rewards.get(self.role, 0.0)
+        reward, self._reward_so_far = total - self._reward_so_far, total
+        if agent is None:
+            terminated, truncated = runner.endings.get(self.role, (True, False))
+            return reward, terminated, truncated
+        return reward, False, False
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        self.env.reset(seed=seed, options=options)
+        self._runner.reset(seed, options)
+        self._reward_so_far = 0.0
         self._advance()
         return self.env.observe(self.role), dict(self.env.infos.get(self.role, {}))
 
     def step(self, action: str):
-        env = self.env
-        if not env.agents or env.agent_selection != self.role:
+        if self._runner.pending() != self.role:
             raise RuntimeError("the episode is over: call reset()")
-        env.step(action)
-        info = dict(env.infos.get(self.role, {}))
+        self._runner.step(self.role, action)
+        info = dict(self._runner.step_infos.get(self.role, {}))
         reward, terminated, truncated = self._advance()
-        obs = env.observe(self.role)
+        obs = self.env.observe(self.role)
         return obs, float(reward), bool(terminated), bool(truncated), info
 
     def render(self) -> Any:

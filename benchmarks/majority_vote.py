@@ -33,6 +33,7 @@ from typing import Any
 
 from equal_budget import ENV, SOLVER_PROMPT, resolve_device, tasks_option
 from flexmg.io import atomic_write_json
+from flexmg.metrics import per_prompt_ci
 
 
 def majority(answers: Sequence[str | None]) -> tuple[str | None, int]:
@@ -101,20 +102,12 @@ def vote(
     return rows
 
 
-def interval(values: Sequence[float]) -> list[float] | None:
-    """95% bootstrap interval of the mean over prompts (one value per prompt)."""
-    from flexmg.metrics import bootstrap_ci
-
-    ci = bootstrap_ci({str(i): [float(v)] for i, v in enumerate(values)})
-    return [round(x, 4) for x in ci] if ci else None
-
-
 def figures(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, dict[str, Any]]:
     """Mean and interval over prompts of each per-prompt figure."""
     out = {}
     for key in ("majority_correct", "sampled_correct", f"pass@{k}", "no_answer"):
         values = [float(r[key]) for r in rows]
-        out[key] = {"mean": round(sum(values) / len(values), 4), "ci95": interval(values)}
+        out[key] = {"mean": round(sum(values) / len(values), 4), "ci95": per_prompt_ci(values)}
     return out
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "format_mean_ci",
     "mean_ci",
     "pass_at_k",
+    "per_prompt_ci",
     "prompt_intervals",
     "prompt_key",
     "prompt_values",
@@ -145,6 +146,16 @@ def bootstrap_ci(
     True
     """
     return bootstrap_ci_over_seeds([values_by_prompt], resamples, seed)
+
+
+def per_prompt_ci(values: Sequence[float], digits: int = 4) -> list[float] | None:
+    """:func:`bootstrap_ci` of one value per prompt, rounded (reports' ``[low, high]``).
+
+    >>> per_prompt_ci([1.0, 0.0, 1.0, 1.0]) is not None, per_prompt_ci([1.0])
+    (True, None)
+    """
+    ci = bootstrap_ci({str(i): [float(v)] for i, v in enumerate(values)})
+    return [round(x, digits) for x in ci] if ci else None
 
 
 def bootstrap_ci_over_seeds(

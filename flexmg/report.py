@@ -41,9 +41,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flexmg.metrics import (
-    bootstrap_ci,
     bootstrap_ci_over_seeds,
     pass_at_k,
+    per_prompt_ci,
     role_correct,
     role_format_ok,
 )
@@ -100,11 +100,6 @@ def _per_prompt(evaluation: Evaluation, mode: str, role: str, key: str) -> list[
     return out or None
 
 
-def _interval(values: Sequence[float]) -> list[float] | None:
-    ci = bootstrap_ci({str(i): [v] for i, v in enumerate(values)})
-    return [round(x, 4) for x in ci] if ci else None
-
-
 def _compare(start: Sequence[float], end: Sequence[float]) -> dict[str, Any]:
     """Start, end and the paired gain over the same prompts, each with its interval."""
     if len(start) != len(end):
@@ -116,11 +111,11 @@ def _compare(start: Sequence[float], end: Sequence[float]) -> dict[str, Any]:
     mean = lambda xs: round(sum(xs) / len(xs), 4)  # noqa: E731
     return {
         "start": mean(start),
-        "start_ci": _interval(start),
+        "start_ci": per_prompt_ci(start),
         "end": mean(end),
-        "end_ci": _interval(end),
+        "end_ci": per_prompt_ci(end),
         "gain": mean(gains),
-        "gain_ci": _interval(gains),
+        "gain_ci": per_prompt_ci(gains),
     }
 
 

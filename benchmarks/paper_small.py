@@ -1,5 +1,6 @@
 """The MARFT paper's comparison at small scale and equal budget: MARFT, MARFT with
-parameter sharing, IPPO and a single agent; tiny model, math/code x 2/3/4 agents.
+parameter sharing, IPPO and a single agent; tiny model, math/code x 2/3/4 agents
+(``--variants ... group`` adds the critic-free group baseline as a column).
 
 **Budget rule.** A run's budget is what it samples in training: *actions* (agent
 turns) and the *tokens* they generate. Every run makes ``--budget`` (U) PPO updates.
@@ -67,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from paper_small_plan import (  # noqa: F401 - the grid's names, as the tests read them
+    DEFAULT_VARIANTS,
     ENVS,
     SEEDS,
     SINGLE,
@@ -274,7 +276,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--out", type=Path, default=Path("runs/paper_small"), help="output folder")
     add("--envs", nargs="+", default=ENVS, help=f"team env ids, the rows (default {ENVS})")
     add("--seeds", nargs="+", type=int, default=SEEDS, help="training seeds (default 0-4)")
-    add("--variants", nargs="+", default=VARIANTS, choices=VARIANTS, help="the columns")
+    add("--variants", nargs="+", default=DEFAULT_VARIANTS, choices=VARIANTS,
+        help="the columns (group: the critic-free baseline, not in the default grid)")  # fmt: skip
     add("--budget", type=int, default=12, help="PPO updates per run (default 12)")
     add("--episodes-per-update", type=int, default=32, help="a k-agent team's (single: k x)")
     add("--train-eval-episodes", type=int, default=16, help="the trainer's start/end evals")

@@ -23,11 +23,19 @@ TEAM_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "marft": ("marft", {}),
     "marft-shared": ("marft", {"share_parameters": True}),
     "ippo": ("ippo", {}),
+    "group": ("group", {}),  # critic-free, per-agent group-relative advantages (baselines/)
 }
 SINGLE = "single"  # one run per team size: entry and folder name single-b<k>
 SINGLE_ALGO = "marft"  # with one role MARFT and IPPO are the same learner
 VARIANTS = [*TEAM_VARIANTS, SINGLE]
-TITLES = {"marft": "MARFT", "marft-shared": "MARFT shared", "ippo": "IPPO", SINGLE: "single agent"}
+DEFAULT_VARIANTS = ["marft", "marft-shared", "ippo", SINGLE]  # the paper's columns
+TITLES = {
+    "marft": "MARFT",
+    "marft-shared": "MARFT shared",
+    "ippo": "IPPO",
+    "group": "group",
+    SINGLE: "single agent",
+}
 OUTCOMES = {"success": "Team success", "correct": "Correctness", "format": "Format"}
 TOKEN_TOLERANCE = 0.10  # a row's mean generated tokens per run: max/min - 1 at most this
 

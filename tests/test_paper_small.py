@@ -74,6 +74,14 @@ def test_default_grid_every_variant_env_and_seed(paper_small, tmp_path: Path) ->
             assert seeds == args.seeds, (row, column)
 
 
+def test_group_baseline_is_a_column_on_request(paper_small, tmp_path: Path) -> None:
+    args = _args(paper_small, tmp_path, "--variants", "group", "marft", "--envs", "check-2agent")
+    jobs = paper_small.plan_jobs(args)
+    assert sorted({(j.column, j.algo) for j in jobs}) == [("group", "group"), ("marft", "marft")]
+    command = paper_small.train_command(jobs[0], args)
+    assert command[command.index("--algo") + 1] == "group" and "check-2agent" in command
+
+
 def test_single_agent_has_each_team_sizes_budget(paper_small, tmp_path: Path) -> None:
     args = _args(paper_small, tmp_path, "--budget", "7", "--episodes-per-update", "6")
     jobs = paper_small.plan_jobs(args)

@@ -207,7 +207,6 @@ class DockerSandbox(Sandbox):
             "extra_clean": ["/dev/shm"],
             "cpu": cpu,
             "seccomp": seccomp.zygote_filter(),  # on top of Docker's default profile
-            "session_per_run": False,  # the container's own cpu cgroup: no autogroups
             # the container's own cgroup (v2, v1): its OOM-kill counter, read by the zygote
             "oom_events": [
                 "/sys/fs/cgroup/memory.events",

@@ -250,6 +250,14 @@ def test_each_worker_runs_as_a_host_uid_of_its_own() -> None:
         assert sb.run("import os; print(os.getuid(), os.getgroups())").stdout.split()[0] == "65534"
 
 
+def test_a_uid_workers_run_is_the_oom_killers_first_choice() -> None:
+    """As a host uid of its own the runner is not root in the kernel's eyes: it must be
+    dumpable to raise its own oom_score_adj (as root it could anyway)."""
+    sb = _box("other", timeout=5.0)
+    r = sb.run("with open('/proc/self/oom_score_adj') as f:\n    print(f.read().strip())\n")
+    assert (r.status, r.stdout) == ("ok", "1000\n"), (r.stdout, r.stderr[-300:])
+
+
 def test_uids_off_keeps_the_callers_uid(monkeypatch: pytest.MonkeyPatch) -> None:
     from flexmg.sandboxes.local import CgroupWorker
 

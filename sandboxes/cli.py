@@ -31,6 +31,8 @@ def _status(args: argparse.Namespace) -> int:
                 print(f"{name:7} works (no isolation: only when asked for by name)")
             elif name == "local" and why is None:
                 print(f"{name:7} works ({_seccomp_state()}; {_uid_state()})")
+            elif name == "docker" and why is None:
+                print(f"{name:7} works ({_docker_uid_state()})")
             else:
                 print(f"{name:7} {'works' if why is None else 'unavailable: ' + why}")
         auto = "docker" if status["docker"] is None else "local"
@@ -60,6 +62,20 @@ def _uid_state() -> str:
     if why is None and rng is not None:
         return f"each worker a host uid of its own from {rng[0]}"
     return f"workers share the caller's uid: {why}"
+
+
+def _docker_uid_state() -> str:
+    from .docker_backend import SHARED_UID, container_uid_range
+
+    try:
+        rng = container_uid_range()
+    except ValueError as e:
+        return str(e)
+    if rng is not None:
+        return f"each container a host uid of its own from {rng[0]}"
+    return (
+        f"containers share uid {SHARED_UID} (not root, FLEXMG_SANDBOX_UIDS=off or a remote daemon)"
+    )
 
 
 def _build(args: argparse.Namespace) -> int:

@@ -2,7 +2,8 @@
 
 Each worker is one long-lived container (``network_mode="none"``, read-only
 root, a size-limited tmpfs at ``/tmp``, ``cap_drop=ALL``, ``no-new-privileges``,
-uid 65534, pids and memory limits with memory == memswap, a capped json-file log,
+a host uid of its own (:func:`container_uid_range`; else the shared 65534),
+pids and memory limits with memory == memswap, a capped json-file log,
 a private IPC namespace without ``/dev/shm``)
 whose pid 1 is the zygote. Jobs go in over the container's attached stdin and
 answers come back on its stdout, so a warm run costs a fork inside the container
@@ -32,10 +33,36 @@ from .base import Sandbox, SandboxUnavailable
 from .image import image_name
 from .limits import Limits, cleanup_budget
 from .rootfs import python_manifest
+from .uids import WorkerUid, uid_range
 from .worker import Worker, WorkerError, zygote_argv
 
 _EXTRA_MEMORY = 256 << 20
 _LABEL = "org.flexmg.sandbox.owner"
+SHARED_UID = 65534  # the containers' uid where they get none of their own
+
+
+def container_uid_range() -> tuple[int, int] | None:
+    """The host uids the containers run as, one per container; None: all run as 65534.
+
+    Containers have no user namespace, so a container's uid *is* a host uid and
+    the kernel's per-user quotas (POSIX message queue bytes, pending signals,
+    pipe buffer pages, ...) are those of that host uid: under one shared uid a
+    run holding a quota made the same call fail in every other container. The
+    range and its flock-held uids are those of the local backend's workers
+    (:mod:`.uids`), so a container never shares a uid with a local worker either.
+    None (the shared 65534) when the caller is not root (it cannot take the
+    root-only uid locks), with ``FLEXMG_SANDBOX_UIDS=off``, or when the daemon is
+    not on this machine (``DOCKER_HOST`` other than a unix socket: the locks here
+    say nothing about the uids in use there).
+
+    >>> os.environ["FLEXMG_SANDBOX_UIDS"] = "off"; print(container_uid_range())
+    None
+    >>> del os.environ["FLEXMG_SANDBOX_UIDS"]
+    """
+    host = os.environ.get("DOCKER_HOST", "").strip()
+    if host and not host.startswith("unix://"):
+        return None
+    return uid_range()
 
 
 def _client(timeout: int = 10) -> Any:
@@ -70,15 +97,18 @@ def probe_docker() -> str | None:
 class DockerWorker(Worker):
     """A container whose pid 1 is the zygote, reached over its attach socket."""
 
-    def __init__(self, client: Any, create_kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self, client: Any, create_kwargs: dict[str, Any], host_uid: WorkerUid | None = None
+    ) -> None:
         super().__init__()
         self.client = client
+        self.host_uid = host_uid  # released by close() once the container is gone
         self.container_id: str | None = None
         self._buf = bytearray()
         self._stderr = bytearray()
         api = client.api
-        self.container_id = api.create_container(**create_kwargs)["Id"]
         try:
+            self.container_id = api.create_container(**create_kwargs)["Id"]
             resp = api.attach_socket(
                 self.container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
             )
@@ -148,12 +178,20 @@ class DockerWorker(Worker):
                     obj.close()
             except Exception:
                 pass
+        gone = True
         if self.container_id:
-            try:
+            import docker
+
+            try:  # force: kills its processes first; returns once they are gone
                 self.client.api.remove_container(self.container_id, force=True)
+            except docker.errors.NotFound:
+                pass  # auto_remove took it when its zygote exited
             except Exception:
-                pass
+                gone = False
             self.container_id = None
+        if self.host_uid is not None and gone:  # no process of the container is left
+            self.host_uid.release()
+            self.host_uid = None
 
 
 class DockerSandbox(Sandbox):
@@ -186,6 +224,7 @@ class DockerSandbox(Sandbox):
         self._manifest = python_manifest()
         self._client_obj: Any = None
         self._client_pid = -1
+        self._uids = container_uid_range()
 
     def _client(self) -> Any:
         if self._client_obj is None or self._client_pid != os.getpid():
@@ -193,7 +232,7 @@ class DockerSandbox(Sandbox):
             self._client_pid = os.getpid()
         return self._client_obj
 
-    def _create_kwargs(self, cpu: int | None = None) -> dict[str, Any]:
+    def _create_kwargs(self, cpu: int | None = None, uid: int = SHARED_UID) -> dict[str, Any]:
         import docker
 
         lim = self.limits
@@ -207,7 +246,6 @@ class DockerSandbox(Sandbox):
             "extra_clean": ["/dev/shm"],
             "cpu": cpu,
             "seccomp": seccomp.zygote_filter(),  # on top of Docker's default profile
-            "session_per_run": False,  # the container's own cpu cgroup: no autogroups
             # the container's own cgroup (v2, v1): its OOM-kill counter, read by the zygote
             "oom_events": [
                 "/sys/fs/cgroup/memory.events",
@@ -234,7 +272,7 @@ class DockerSandbox(Sandbox):
         return {
             "image": self.image,
             "command": zygote_argv(self._manifest.python, config),
-            "user": "65534:65534",
+            "user": f"{uid}:{uid}",  # groups: its own gid only
             "stdin_open": True,
             "tty": False,
             "network_disabled": True,
@@ -247,8 +285,23 @@ class DockerSandbox(Sandbox):
         }
 
     def _start_worker(self, cpu: int | None) -> Worker:
+        held: WorkerUid | None = None
+        if self._uids is not None:
+            try:
+                held = WorkerUid.acquire(*self._uids)
+            except OSError as e:
+                raise SandboxUnavailable(f"no host uid for a sandbox container: {e}") from None
         try:
-            w = DockerWorker(self._client(), self._create_kwargs(cpu))
+            try:
+                client = self._client()
+                kwargs = self._create_kwargs(cpu, held.uid if held is not None else SHARED_UID)
+            except BaseException:
+                if held is not None:
+                    held.release()  # no container was created
+                raise
+            # a DockerWorker that fails to start closes itself: it removes its container
+            # and gives the uid back (it keeps the uid when the removal failed)
+            w = DockerWorker(client, kwargs, held)
         except Exception as e:
             raise WorkerError(f"could not start a sandbox container: {e}") from None
         try:

@@ -327,7 +327,6 @@ class LocalSandbox(Sandbox):
             if os.geteuid() == 0:
                 raise SandboxUnavailable(str(e)) from None
             self._use_cgroup = False  # unprivileged: RLIMIT_NPROC applies to our own uid
-        own_cpu = cgroup is not None and cgroup.has_cpu_group  # autogroups do not apply
         held: WorkerUid | None = None
         w: CgroupWorker | None = None
         try:
@@ -341,7 +340,7 @@ class LocalSandbox(Sandbox):
                     *bwrap_args(self._manifest, lim, fd),
                     *zygote_argv(
                         self._manifest.python,
-                        {**self._config(), "cpu": cpu, "session_per_run": not own_cpu},
+                        {**self._config(), "cpu": cpu},
                     ),
                 ]
                 w = CgroupWorker(

@@ -1,4 +1,4 @@
-"""Host uids of the local backend's workers: one per worker, that nothing else uses.
+"""Host uids of the sandbox workers (local and docker): one per worker, that nothing else uses.
 
 The kernel keeps some quotas per user: POSIX message queue bytes
 (RLIMIT_MSGQUEUE), pending signals, inotify instances and watches, pipe buffer
@@ -12,6 +12,8 @@ no supplementary groups. A uid is taken with an exclusive ``flock`` on
 ``<state dir>/uid-<N>.lock`` (``/run/flexmg-sandbox``, else under the temp dir; owned by
 root, mode 0700), held until the worker is closed, so workers of all
 processes on the host never share one; a uid with a ``/etc/passwd`` entry is skipped.
+The docker backend runs each container as such a uid (``--user UID:UID``; see
+:func:`flexmg.sandboxes.docker_backend.container_uid_range`).
 
 Example:
     >>> uid_range()  # doctest: +SKIP

@@ -91,7 +91,6 @@ class UnsafeSandbox(Sandbox):
             "clean_ipc": False,
             "cpu": cpu,
             "seccomp": seccomp.zygote_filter(),
-            "session_per_run": not (cgroup is not None and cgroup.has_cpu_group),
         }
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         w = CgroupWorker(zygote_argv(self._python, config), env, cgroup, cwd=tmp)

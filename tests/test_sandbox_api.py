@@ -439,6 +439,18 @@ def test_cli_status_runs() -> None:
                 env={**os.environ, "FLEXMG_SANDBOX_SECCOMP": env_value},
             ).stdout
             assert state in text.splitlines()[0], text
+    if status["docker"] is None:  # and whether containers get host uids of their own
+        for env_value, state in (("off", "containers share uid 65534"), ("", "each container")):
+            if env_value == "" and os.geteuid() != 0:
+                continue
+            text = subprocess.run(
+                [sys.executable, "-m", "flexmg.sandboxes", "status"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env={**os.environ, "FLEXMG_SANDBOX_UIDS": env_value, "DOCKER_HOST": ""},
+            ).stdout
+            assert state in text.splitlines()[1], text
 
 
 # ---------------------------------------------------------------- CPU pinning

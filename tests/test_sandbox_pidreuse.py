@@ -1,11 +1,12 @@
-"""Pid reuse end to end (issue 25, forged lineage), local backend as root.
+"""Pid reuse end to end (issue 25, forged lineage), local and docker backends, as root.
 
 A run kills the worker's idle runner, then puts a process of its own on the
 dead runner's pid, hoping the zygote takes it for the runner (keeps it through
 the cleanup, hands it the next job). Wrapping the pid namespace's counter takes
 millions of forks from inside; here the test drives it instead: a run cannot
 write ``/proc/sys/kernel/ns_last_pid`` (no capability in its namespace), but the
-host (root) can, from a helper it forks into the sandbox's pid namespace. The
+host (root) can, from a helper it forks into the sandbox's pid namespace (a docker
+container's pid namespace too: it belongs to the host's user namespace). The
 run then forks straight onto the dead runner's pid, and the test checks that
 the impostor is killed with the run and that later runs are judged normally.
 Without the seccomp filter the impostor is even a child of the fork server
@@ -114,12 +115,21 @@ sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 """
 
 
-@pytest.fixture(params=["filter", "no-filter"])
+@pytest.fixture(
+    params=[
+        pytest.param(("local", "filter"), id="local-filter"),
+        pytest.param(("local", "no-filter"), id="local-no-filter"),
+        pytest.param(("docker", "filter"), id="docker-filter", marks=pytest.mark.docker),
+        pytest.param(("docker", "no-filter"), id="docker-no-filter", marks=pytest.mark.docker),
+    ]
+)
 def sb(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
-    """A worker with the seccomp filter, and one without (CLONE_PARENT then works)."""
-    if request.param == "no-filter":
+    """A worker with the seccomp filter, and one without (CLONE_PARENT then works; on
+    docker, Docker's own default profile lets it through too), on each backend."""
+    backend, filtered = request.param
+    if filtered == "no-filter":
         monkeypatch.setenv("FLEXMG_SANDBOX_SECCOMP", "0")
-    box = open_sandbox("local", workers=1, timeout=30.0, memory_mb=256)
+    box = open_sandbox(backend, workers=1, timeout=30.0, memory_mb=256)
     yield box
     box.close()
 

@@ -6,6 +6,7 @@ followed by a correct solution in the same worker that must still be judged corr
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 
@@ -340,6 +341,69 @@ def test_proc_state_a_run_sets_does_not_reach_later_runs(sb: Sandbox, backend: s
     after = sb.run(PROC_STATE)
     assert after.stdout == before.stdout, (r.stdout, before.stdout, after.stdout)
     _good_still_judged(sb, times=1)
+
+
+AUTOGROUP_READ = """
+with open('/proc/self/autogroup') as f:
+    print('nice', f.read().split()[-1])
+"""
+
+# The kernel takes one autogroup nice change per 100 ms from a process without
+# CAP_SYS_ADMIN, machine-wide (EAGAIN otherwise): try again until the write is taken.
+AUTOGROUP_WRITE = (
+    """
+import time
+for _ in range(200):
+    try:
+        with open('/proc/self/autogroup', 'w') as f:
+            f.write('19')
+        break
+    except BlockingIOError:
+        time.sleep(0.02)
+"""
+    + AUTOGROUP_READ
+)
+
+
+def test_an_autogroup_nice_a_run_sets_does_not_reach_the_next_run(
+    sb: Sandbox, backend: str
+) -> None:
+    """Class "state left for the next run": each run is a session, hence an autogroup, of
+    its own; a nice value it writes to /proc/self/autogroup dies with it."""
+    if not os.path.exists("/proc/self/autogroup"):
+        pytest.skip("this kernel has no scheduler autogroups (CONFIG_SCHED_AUTOGROUP)")
+    before = sb.run(AUTOGROUP_READ)
+    assert (before.status, before.stdout) == ("ok", "nice 0\n"), (before.stdout, before.stderr)
+    wrote = sb.run(AUTOGROUP_WRITE)  # the write works: the run changes its own autogroup
+    assert (wrote.status, wrote.stdout) == ("ok", "nice 19\n"), (wrote.stdout, wrote.stderr)
+    for trusted in (True, False):  # a plain run, and a runner under each judge
+        after = sb.run(AUTOGROUP_READ)
+        assert (after.status, after.stdout) == ("ok", "nice 0\n"), after.stdout
+        check = "def check(candidate):\n    assert candidate() == '0'\n"
+        rep = sb.run_tests(
+            "def f():\n    with open('/proc/self/autogroup') as g:\n        return g.read().split()[-1]\n",
+            check,
+            "f",
+            trusted_tests=trusted,
+        )
+        assert (rep.status, rep.passed) == ("ok", 1), (trusted, rep)
+        sb.run(AUTOGROUP_WRITE)
+
+
+OOM_SCORE = "with open('/proc/self/oom_score_adj') as f:\n    print(f.read().strip())\n"
+
+
+def test_the_run_is_the_oom_killers_first_choice(sb: Sandbox, backend: str) -> None:
+    """A runner's oom_score_adj is 1000 on every backend, also where the worker runs as an
+    unprivileged host uid (a uid per worker, docker): there a runner that is not dumpable
+    cannot open its own /proc/self/oom_score_adj."""
+    r = sb.run(OOM_SCORE)
+    assert (r.status, r.stdout) == ("ok", "1000\n"), (r.stdout, r.stderr[-300:])
+    solution = "def f():\n    with open('/proc/self/oom_score_adj') as g:\n        return g.read().strip()\n"
+    check = "def check(candidate):\n    assert candidate() == '1000'\n"
+    for trusted in (True, False):  # the runner of a judged solution too
+        rep = sb.run_tests(solution, check, "f", trusted_tests=trusted)
+        assert (rep.status, rep.passed) == ("ok", 1), (trusted, rep)
 
 
 INOTIFY = """

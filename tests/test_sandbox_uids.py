@@ -1,10 +1,12 @@
-"""Per-uid kernel quotas (issue 25, item 8) on the local backend, run as root.
+"""Per-uid kernel quotas (issue 25, item 8), run as root: local workers and docker
+containers.
 
 A run that exhausts a quota the kernel keeps per user (POSIX message queue bytes,
-pipe buffer pages) while it runs must not make another sandbox's or the host's
-operations fail: each worker runs as a host uid of its own. The run fills the
-quota, then stops itself; the test finds it by a name it gives itself, checks
-the host and a second sandbox while the quota is held, then resumes it.
+pipe buffer pages, pending signals) while it runs must not make another sandbox's
+or the host's operations fail: each local worker, and each docker container, runs
+as a host uid of its own. The run fills the quota, then stops itself; the test
+finds it by a name it gives itself, checks the host and a second sandbox of the
+same backend while the quota is held, then resumes it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from flexmg.sandboxes import ExecResult, Sandbox
-from flexmg.sandboxes.testing import open_sandbox
+from flexmg.sandboxes.testing import open_sandbox, require_backend
 from helpers import stopped_process
 
 
@@ -39,8 +41,27 @@ _WHY = _why_no_worker_uids()
 if _WHY is not None and os.environ.get("FLEXMG_REQUIRE_SANDBOX_UIDS") == "1":
     raise RuntimeError(f"FLEXMG_REQUIRE_SANDBOX_UIDS=1 but {_WHY}")
 # where the kernel refuses unprivileged user namespaces the workers keep the caller's uid
-# (a warning says so): these tests then have nothing to test
-pytestmark = pytest.mark.skipif(_WHY is not None, reason=f"no per-worker uids: {_WHY}")
+# (a warning says so): the local tests then have nothing to test
+local_uids = pytest.mark.skipif(_WHY is not None, reason=f"no per-worker uids: {_WHY}")
+# the quota tests, on both backends
+BACKENDS = pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param("local", marks=local_uids, id="local"),
+        pytest.param("docker", marks=pytest.mark.docker, id="docker"),
+    ],
+)
+
+
+def _require_uids(backend: str) -> None:
+    """Skip unless ``backend``'s workers get host uids of their own here."""
+    if backend == "docker":
+        require_backend("docker")  # fails instead under FLEXMG_REQUIRE_DOCKER=1
+        from flexmg.sandboxes.docker_backend import container_uid_range
+
+        if container_uid_range() is None:
+            pytest.skip("containers share uid 65534 (not root, or FLEXMG_SANDBOX_UIDS=off)")
+
 
 HOLD_TIMEOUT = 30.0
 
@@ -131,10 +152,12 @@ def _close_boxes() -> Iterator[None]:
     _boxes.clear()
 
 
-def _box(name: str, timeout: float = HOLD_TIMEOUT) -> Sandbox:
-    if name not in _boxes:
-        _boxes[name] = open_sandbox("local", workers=1, timeout=timeout, memory_mb=256)
-    return _boxes[name]
+def _box(name: str, timeout: float = HOLD_TIMEOUT, backend: str = "local") -> Sandbox:
+    key = f"{backend}-{name}"
+    if key not in _boxes:
+        _require_uids(backend)
+        _boxes[key] = open_sandbox(backend, workers=1, timeout=timeout, memory_mb=256)
+    return _boxes[key]
 
 
 def _find(token: str, deadline: float) -> int:
@@ -143,12 +166,14 @@ def _find(token: str, deadline: float) -> int:
     return pid
 
 
-def _while_held(fill: str, check: Callable[[], object]) -> ExecResult:
-    """Run ``fill`` in one sandbox; call ``check()`` while it holds the quota."""
+def _while_held(fill: str, check: Callable[[], object], backend: str) -> ExecResult:
+    """Run ``fill`` in one sandbox of ``backend``; call ``check()`` while it holds the quota."""
     token = "fq" + uuid.uuid4().hex[:10]
     out: list[ExecResult] = []
     t = threading.Thread(
-        target=lambda: out.append(_box("attacker").run(f"TOKEN = {token!r}\n" + fill))
+        target=lambda: out.append(
+            _box("attacker", backend=backend).run(f"TOKEN = {token!r}\n" + fill)
+        )
     )
     t.start()
     try:
@@ -174,8 +199,11 @@ def _host_mq_open() -> int:
     return 0
 
 
-def test_a_run_filling_the_mqueue_quota_does_not_reach_the_host_or_other_sandboxes() -> None:
-    other = _box("other", timeout=5.0)
+@BACKENDS
+def test_a_run_filling_the_mqueue_quota_does_not_reach_the_host_or_other_sandboxes(
+    backend: str,
+) -> None:
+    other = _box("other", timeout=5.0, backend=backend)
     host: list[int] = []
     seen: list[ExecResult] = []
 
@@ -183,7 +211,7 @@ def test_a_run_filling_the_mqueue_quota_does_not_reach_the_host_or_other_sandbox
         host.append(_host_mq_open())
         seen.append(other.run(MQ_CHECK))
 
-    attack = _while_held(MQ_FILL, check)
+    attack = _while_held(MQ_FILL, check, backend)
     assert attack.status == "ok", (attack.status, attack.stderr)
     held, err = map(int, attack.stdout.split())
     assert 0 < held < 50 and err == 24, attack.stdout  # the run did exhaust its quota (EMFILE)
@@ -192,10 +220,11 @@ def test_a_run_filling_the_mqueue_quota_does_not_reach_the_host_or_other_sandbox
     assert r.stdout.split() == ["True", "0"], (r.stdout, r.stderr)
 
 
-def test_a_run_filling_the_pipe_quota_does_not_reach_other_sandboxes() -> None:
-    other = _box("other", timeout=5.0)
+@BACKENDS
+def test_a_run_filling_the_pipe_quota_does_not_reach_other_sandboxes(backend: str) -> None:
+    other = _box("other", timeout=5.0, backend=backend)
     seen: dict[str, ExecResult] = {}
-    attack = _while_held(PIPE_FILL, lambda: seen.update(other=other.run(PIPE_CHECK)))
+    attack = _while_held(PIPE_FILL, lambda: seen.update(other=other.run(PIPE_CHECK)), backend)
     assert attack.status == "ok", (attack.status, attack.stderr)
     assert ", 1\n" in attack.stdout, attack.stdout  # a child hit the quota (EPERM)
     r = seen["other"]
@@ -226,6 +255,7 @@ def _start_workers(sb: Sandbox, n: int) -> None:
         t.join()
 
 
+@local_uids
 def test_each_worker_runs_as_a_host_uid_of_its_own() -> None:
     from flexmg.sandboxes.local import CgroupWorker
     from flexmg.sandboxes.uids import uid_range
@@ -250,6 +280,16 @@ def test_each_worker_runs_as_a_host_uid_of_its_own() -> None:
         assert sb.run("import os; print(os.getuid(), os.getgroups())").stdout.split()[0] == "65534"
 
 
+@local_uids
+def test_a_uid_workers_run_is_the_oom_killers_first_choice() -> None:
+    """As a host uid of its own the runner is not root in the kernel's eyes: it must be
+    dumpable to raise its own oom_score_adj (as root it could anyway)."""
+    sb = _box("other", timeout=5.0)
+    r = sb.run("with open('/proc/self/oom_score_adj') as f:\n    print(f.read().strip())\n")
+    assert (r.status, r.stdout) == ("ok", "1000\n"), (r.stdout, r.stderr[-300:])
+
+
+@local_uids
 def test_uids_off_keeps_the_callers_uid(monkeypatch: pytest.MonkeyPatch) -> None:
     from flexmg.sandboxes.local import CgroupWorker
 
@@ -261,19 +301,21 @@ def test_uids_off_keeps_the_callers_uid(monkeypatch: pytest.MonkeyPatch) -> None
         assert _uids_of(w.cgroup.pids()) == {0}
 
 
+@local_uids
 def test_a_malformed_uid_range_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FLEXMG_SANDBOX_UIDS", "lots")
     with pytest.raises(ValueError, match="FIRST:COUNT"):
         open_sandbox("local", workers=1)
 
 
-def test_a_run_filling_the_pending_signal_quota_does_not_reach_the_host_or_other_sandboxes() -> (
-    None
-):
+@BACKENDS
+def test_a_run_filling_the_pending_signal_quota_does_not_reach_the_host_or_other_sandboxes(
+    backend: str,
+) -> None:
     import subprocess
     import sys
 
-    other = _box("other", timeout=5.0)
+    other = _box("other", timeout=5.0, backend=backend)
     host: list[str] = []
     seen: list[ExecResult] = []
 
@@ -282,7 +324,7 @@ def test_a_run_filling_the_pending_signal_quota_does_not_reach_the_host_or_other
         host.append(subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout)
         seen.append(other.run(SIG_CHECK))
 
-    attack = _while_held(SIG_FILL, check)
+    attack = _while_held(SIG_FILL, check, backend)
     assert attack.status == "ok", (attack.status, attack.stderr)
     count, limit = map(int, attack.stdout.split("/"))
     assert count > limit - 100, attack.stdout  # the run filled (nearly all of) the quota

@@ -40,9 +40,10 @@ def _set_name(name: str) -> None:
 
 
 def _new_group(role: str, config: dict) -> None:
-    """A process group of its own (a runner that will start a session when its job
-    comes, see :func:`_own_session`, stays in its parent's group until then)."""
-    if role == "runner" and config.get("session_per_run", True):
+    """A process group of its own, except for a runner: it starts a session when its
+    job comes (:func:`_own_session`), which a group leader cannot, and stays in its
+    parent's group until then."""
+    if role == "runner":
         return
     try:
         os.setpgid(0, 0)
@@ -51,15 +52,18 @@ def _new_group(role: str, config: dict) -> None:
 
 
 def _own_session() -> None:
-    """Start a session, hence a scheduling autogroup, of this run's own.
+    """Start a session, hence a scheduling autogroup, of this run's own (every backend).
 
-    Autogroups are per session and apply only in the root cpu cgroup: there, a
-    run writing ``/proc/self/autogroup`` would slow every later run of the
-    worker's session. Used only where the worker has no cpu cgroup of its own
-    (``config["session_per_run"]``): creating and tearing an autogroup down
-    costs ~0.1-0.3 ms of CPU per run. Called when the runner gets its job, not
-    when it is forked: an idle runner's autogroup, which a run could reach,
-    is the worker's own, never the next run's.
+    A run can write ``/proc/self/autogroup`` (the nice value of its session's
+    autogroup). Were the run in the worker's session, the value would slow, and be
+    read back by, every later run (the zygote cannot write it back where it runs as
+    an unprivileged uid: its ``/proc`` files belong to root). In a session of its
+    own the run's autogroup dies with the run. Inside a cpu cgroup of its own
+    (docker, local as root) the autogroup's nice has no effect on scheduling, but
+    a later run could still read it. Creating and tearing an autogroup down costs
+    ~0.1-0.3 ms of CPU per run. Called when the runner gets its job, not when it
+    is forked: an idle runner's session, which a run could reach, is the worker's
+    own, never the next run's.
     """
     try:
         os.setsid()

@@ -43,10 +43,13 @@ def runner_main(config: dict) -> None:
     job = _read_job(3)
     if job is None:
         os._exit(0)
-    if config.get("session_per_run", True):
-        _own_session()  # only now: an idle runner's autogroup is the worker's, not the next run's
+    _own_session()  # only now: an idle runner's autogroup is the worker's, not the next run's
+    # Untrusted anyway. Dumpable, its /proc/self files are its own uid's, not root's: it
+    # can read them, and _apply_limits can raise its oom_score_adj (the run is the OOM
+    # killer's first choice) also where the worker runs as an unprivileged uid (a uid
+    # per worker, docker), where a non-dumpable process cannot open that file.
+    _prctl(PR_SET_DUMPABLE, 1)
     _apply_limits(job.get("limits") or {})
-    _prctl(PR_SET_DUMPABLE, 1)  # untrusted anyway; lets it read its own /proc/self files
     try:
         os.chdir(job["workdir"])
     except OSError:

@@ -426,10 +426,11 @@ class PPOLearner:
         ratios: list[float] = []
         for start in range(0, len(part), size):
             micro = part[start : start + size]
-            ev = self.policy.evaluate(
-                role, [s.prompt_ids for s in micro], [s.action_ids for s in micro],
-                with_entropy=False, with_ref=False, token_values=False, **_features(micro),
-            )  # fmt: skip
+            with torch.no_grad():  # a measurement: no graph to keep
+                ev = self.policy.evaluate(
+                    role, [s.prompt_ids for s in micro], [s.action_ids for s in micro],
+                    with_entropy=False, with_ref=False, token_values=False, **_features(micro),
+                )  # fmt: skip
             mask = ev.mask.float()
             old = _pad([s.old_token_logprobs for s in micro], mask.shape[1], mask.device)
             log_ratio = ((ev.token_logprobs.float() - old) * mask).sum(-1)

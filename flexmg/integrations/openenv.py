@@ -141,6 +141,15 @@ def jsonable(value: Any) -> Any:
         return value
     if kind is float:
         return value if math.isfinite(value) else None
+    if kind is dict:  # a plain dict (an env's infos, metrics): its plain leaves inline
+        out = {}
+        for k, v in value.items():
+            vk = type(v)
+            if vk is str or vk is int or vk is bool or v is None:
+                out[k if type(k) is str else str(k)] = v
+            else:
+                out[k if type(k) is str else str(k)] = jsonable(v)
+        return out
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -300,7 +309,8 @@ class FlexMGEnvironment(Environment):
         turn = driver.pending()
         done = turn is None
         obs = driver.observation or {}
-        metrics = self._env.episode_metrics if done else None
+        # pending() has just taken the env's episode_metrics into the driver's result
+        metrics = driver.result.metrics if done else None
         score = float(metrics.get("score", 0.0)) if metrics is not None else None
         self._role = "" if turn is None else turn[0]
         self._round = int(obs.get("round", self._round))
@@ -322,9 +332,10 @@ class FlexMGEnvironment(Environment):
             "messages": [] if turn is None else turn[1],
             "rewards": {str(r): float(v) for r, v in rewards.items()},
             "episode_rewards": {str(r): float(v) for r, v in self._episode_rewards.items()},
-            "infos": jsonable(
-                {r: {k: v for k, v in i.items() if k != "episode"} for r, i in infos.items()}
-            ),
+            "infos": {
+                str(r): jsonable({k: v for k, v in i.items() if k != "episode"})
+                for r, i in infos.items()
+            },
             "score": score,
             "metrics": jsonable(metrics) if metrics is not None else {},
             "error": "",

@@ -65,6 +65,7 @@ __all__ = [
     "RemoteSeatDriver",
     "app_from_environ",
     "create_flexmg_app",
+    "freeze_heap",
     "serve",
 ]
 
@@ -394,12 +395,28 @@ def app_from_environ() -> Any:
     uvicorn's worker processes (``flexmg serve --workers N``) build the app through this.
     """
     spec = json.loads(os.environ[SERVE_SPEC_VAR])
-    return create_flexmg_app(
+    app = create_flexmg_app(
         spec["env_id"],
         spec["env_kwargs"],
         max_sessions=int(spec["max_sessions"]),
         lean=bool(spec.get("lean", True)),
     )
+    freeze_heap()
+    return app
+
+
+def freeze_heap() -> None:
+    """Exempt what the server process holds after start-up from the cyclic GC (``gc.freeze``).
+
+    OpenEnv's server imports FastAPI, Gradio and pydantic models: some 200,000 objects
+    that every full collection would walk again (about 0.1 s each on a busy 2-core
+    machine) though they live as long as the process. Frozen, collections only walk what
+    the sessions allocate; reference counting frees objects as before.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def serve(
@@ -431,6 +448,7 @@ def serve(
     options: dict[str, Any] = {"host": host, "port": port, "log_level": log_level}
     options["ws_per_message_deflate"] = False
     if workers == 1:
+        freeze_heap()
         uvicorn.run(app, **options)
         return
     spec = {

@@ -40,6 +40,7 @@ from typing import Any
 ENV = "math-2agent"
 REPLY = "The answer is \\boxed{5}."
 REPEATS = 3
+SERVER_PIDS: dict[str, int] = {}  # base URL -> its server process (for its CPU time)
 
 
 def in_process(episodes: int, first: int = 0) -> float:
@@ -87,33 +88,52 @@ def one_session(url: str, episodes: int, client: str) -> float:
         return best
 
 
-def alternated(urls: dict[str, str], episodes: int, rounds: int) -> dict[str, list[float]]:
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU seconds (user + system) of process ``pid`` so far, or of this process."""
+    if pid is None:
+        return time.process_time()
+    with open(f"/proc/{pid}/stat") as f:  # Linux; fields 14 and 15: utime, stime
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def alternated(
+    urls: dict[str, str], episodes: int, rounds: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Episodes/s per round of in-process play and of one FlexMGSession on each server.
 
     The ways take turns within each round (their order rotating from round to round), so
     each round's in-process and server figures saw the same load on a shared machine.
+    Also returns each way's CPU microseconds per episode per round: this process's for
+    in-process play, the server's plus this process's (the client) for a session. CPU
+    time, unlike episodes/s, hardly depends on how busy the machine's other work keeps it.
     """
     from flexmg.integrations.openenv_client import FlexMGSession
 
     sessions = {name: FlexMGSession(url, env_id=ENV) for name, url in urls.items()}
     ways = ["in process", *urls]
     rates: dict[str, list[float]] = {way: [] for way in ways}
+    cpu: dict[str, list[float]] = {way: [] for way in ways}
     try:
         for session in sessions.values():
             play_remote(session, 5, first=10**6)
         for index in range(rounds):
             shift = index % len(ways)
             for way in ways[shift:] + ways[:shift]:
+                pid = SERVER_PIDS.get(urls.get(way, ""))
+                before = cpu_seconds() + (cpu_seconds(pid) if pid else 0.0)
                 if way == "in process":
                     rates[way].append(in_process(episodes))
-                    continue
-                start = time.perf_counter()
-                play_remote(sessions[way], episodes)
-                rates[way].append(episodes / (time.perf_counter() - start))
+                else:
+                    start = time.perf_counter()
+                    play_remote(sessions[way], episodes)
+                    rates[way].append(episodes / (time.perf_counter() - start))
+                after = cpu_seconds() + (cpu_seconds(pid) if pid else 0.0)
+                cpu[way].append((after - before) / episodes * 1e6)
     finally:
         for session in sessions.values():
             session.close()
-    return rates
+    return rates, cpu
 
 
 def message_floor(url: str, calls: int = 2000) -> float:
@@ -169,6 +189,7 @@ def server(workers: int, lean: bool = True) -> Iterator[str]:
     cmd += [] if lean else ["--openenv-ws"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
+    SERVER_PIDS[url] = proc.pid
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -206,7 +227,7 @@ def main() -> None:
     names = {True: "lean /ws", False: "OpenEnv /ws"}
     with server(1, lean=True) as lean_url, server(1, lean=False) as openenv_url:
         urls = {names[True]: lean_url, names[False]: openenv_url}
-        rates = alternated(urls, args.episodes, args.rounds)
+        rates, cpu = alternated(urls, args.episodes, args.rounds)
         generic = {name: one_session(url, args.episodes, "openenv") for name, url in urls.items()}
         floors = {name: message_floor(url) for name, url in urls.items()}
     loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio (pip install uvloop)"
@@ -221,6 +242,11 @@ def main() -> None:
     for name in urls:
         ratios = [a / b for a, b in zip(local, rates[name], strict=True)]
         print(f"  {name:<12}: {spread(ratios)}")
+    print("CPU us per episode (server + client for a session), min / median / max:")
+    print(f"  in process  : {spread(cpu['in process'])}")
+    for name in urls:
+        ratios = [b / a for a, b in zip(cpu["in process"], cpu[name], strict=True)]
+        print(f"  {name:<12}: {spread(cpu[name])}, {spread(ratios)}x in process's")
     lean_vs = [a / b for a, b in zip(rates[names[True]], rates[names[False]], strict=True)]
     print(f"lean / OpenEnv's endpoint episodes/s, per round: {spread(lean_vs)}")
     for name in urls:

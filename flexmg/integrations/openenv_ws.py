@@ -15,7 +15,9 @@ on the common path:
   dict, and ``pydantic_core.to_json`` (the serializer ``model_dump_json`` uses) writes it;
 * anything else (a malformed message, extra keys, an unknown type, ``mcp``, an env without
   those helpers) goes through OpenEnv's own models and functions, so its answers, errors
-  included, are OpenEnv's;
+  included, are OpenEnv's. That holds for OpenEnv's quirks too: JSON that is not an object
+  (``[1]``, ``"text"``) or a binary frame ends the session with a ``SESSION_ERROR``, as
+  OpenEnv 0.10's endpoint does;
 * it talks ASGI directly (no Starlette ``WebSocket`` wrapper per message) and uses
   OpenEnv's ``HTTPEnvServer`` for sessions (capacity, idle reaping, ``/health``), so
   ``max_sessions`` and session bookkeeping hold as before. A connection that attaches to an

@@ -5,6 +5,7 @@ one with OpenEnv's (``--openenv-ws``), get the same scripted messages over raw W
 episodes, state, every kind of malformed input; each answer must be the same text.
 """
 
+import contextlib
 import json
 
 import pytest
@@ -202,3 +203,29 @@ def test_openenvs_client_plays_on_the_lean_endpoint(servers):
         with pytest.raises(RuntimeError, match="VALIDATION_ERROR|validation"):
             client.step({"message": 5})
         assert client.state()["step_count"] == 2
+
+
+@pytest.mark.slow  # two real server processes (tens of seconds on a busy machine)
+def test_a_session_past_max_sessions_is_refused_alike(servers):
+    from websockets.exceptions import ConnectionClosed
+
+    outs = []
+    for base in servers:  # --max-sessions 4 (a session of an earlier test may still be closing)
+        got: list[str] = []
+        with contextlib.ExitStack() as held:
+            for _ in range(10):
+                if got:
+                    break
+                ws = held.enter_context(connect(ws_url(base), compression=None, open_timeout=60))
+                with contextlib.suppress(ConnectionClosed):  # refused: closed already
+                    ws.send(msg("state"))
+                answer = ws.recv(timeout=60)
+                if '"CAPACITY_REACHED"' in answer:
+                    got.append(answer)
+                    try:
+                        got.append(ws.recv(timeout=60))
+                    except ConnectionClosed:
+                        got.append("<closed>")
+        outs.append(got)
+    assert outs[0] == outs[1] and outs[0][-1] == "<closed>"
+    assert json.loads(outs[0][0])["data"]["max_sessions"] == 4

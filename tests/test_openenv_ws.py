@@ -229,3 +229,49 @@ def test_a_session_past_max_sessions_is_refused_alike(servers):
         outs.append(got)
     assert outs[0] == outs[1] and outs[0][-1] == "<closed>"
     assert json.loads(outs[0][0])["data"]["max_sessions"] == 4
+
+
+def test_an_app_without_openenvs_ws_route_keeps_its_own_with_a_warning():
+    from fastapi import FastAPI
+
+    from flexmg.integrations.openenv_ws import find_openenv_ws, install_lean_ws
+
+    app = FastAPI()
+
+    @app.websocket("/ws")
+    async def other(websocket):  # not OpenEnv's endpoint: no HTTPEnvServer in its closure
+        await websocket.close()
+
+    assert find_openenv_ws(app) is None
+    with pytest.warns(RuntimeWarning, match="OpenEnv's own endpoint"):
+        assert install_lean_ws(app) is False
+    assert app.state.flexmg_ws == "openenv"
+    assert [r.endpoint for r in app.router.routes if getattr(r, "path", "") == "/ws"] == [other]
+
+
+def test_in_process_apps_answer_alike():
+    # The same comparison without server processes (Starlette's test client), for quick runs.
+    from starlette.testclient import TestClient
+
+    from flexmg.integrations.openenv import create_flexmg_app
+
+    script = [
+        msg("reset", {"seed": 2, "episode_id": "q"}),
+        msg("step", {"message": "\\boxed{1}"}),
+        msg("step", {"message": 1}),
+        msg("state"),
+        msg("nope"),
+        "{bad",
+    ]
+    outs = []
+    for lean in (True, False):
+        app = create_flexmg_app("math-2agent", lean=lean)
+        assert app.state.flexmg_ws == ("lean" if lean else "openenv")
+        with TestClient(app) as client:
+            with client.websocket_connect("/ws") as ws:
+                got = []
+                for text in script:
+                    ws.send_text(text)
+                    got.append(ws.receive_text())
+        outs.append(got)
+    assert outs[0] == outs[1]

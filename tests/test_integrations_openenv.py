@@ -152,6 +152,7 @@ def test_a_client_told_another_env_or_kwargs_is_refused(server):
     assert server_identity(server) == {
         "env_id": "math-2agent",
         "env_kwargs": {"max_action_chars": 2000},
+        "ws": "lean",
     }
     with pytest.raises(ServerMismatchError, match="plays math-2agent-v3 with kwargs"):
         FlexMGSession(server, env_id="math-3agent", env_kwargs={"max_action_chars": 2000})

@@ -68,6 +68,29 @@ def test_fragments_pings_and_binary_messages():
     assert len(pongs) == 2 and all(pongs)
 
 
+def test_whole_frames_and_pings_stay_on_the_direct_path():
+    # What flexmg serve sends (one frame per message, keepalive pings) is read without the
+    # library's parser; every payload length encoding (7-bit, 16-bit, 64-bit) comes through.
+    pongs: list[float] = []
+
+    def handler(ws: ServerConnection) -> None:
+        for message in ws:
+            pongs.append(ws.ping(b"k").wait(10))
+            ws.send(message)
+            ws.send(message.encode() if isinstance(message, str) else message)
+
+    with ws_server(handler, compression=None) as url:
+        ws = BlockingWebSocket(url, timeout_s=10)
+        try:
+            for text in ("short é", "m" * 200, "n" * 70_000, ""):
+                assert ws.request(text) == text
+                assert ws.recv() == text  # the binary copy, decoded
+            assert ws._direct  # no hand-over to the protocol happened
+        finally:
+            ws.close()
+    assert len(pongs) == 4 and all(pongs)
+
+
 def test_a_server_that_closes_raises_connection_closed():
     def handler(ws: ServerConnection) -> None:
         ws.recv()

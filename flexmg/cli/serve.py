@@ -23,6 +23,11 @@ def add_command(sub: Any) -> None:
         default=1,
         help="server processes on the port (concurrent sessions spread over them)",
     )
+    p.add_argument(
+        "--openenv-ws",
+        action="store_true",
+        help="serve /ws with OpenEnv's own endpoint (default: flexmg's lean one, same answers)",
+    )
     p.add_argument("--log-level", default="info", help="uvicorn's: info, warning, error, ...")
     add_kwargs_arguments(p)
     p.set_defaults(func=run)
@@ -46,5 +51,6 @@ def run(args: argparse.Namespace) -> int:
         max_sessions=args.max_sessions,
         workers=args.workers,
         log_level=args.log_level,
+        lean=not args.openenv_ws,
     )
     return 0

@@ -20,7 +20,8 @@ Note: OpenEnv's HTTP ``/step`` is stateless (a fresh env per request), so play
 episodes over the WebSocket session: :class:`~flexmg.integrations.openenv_client.FlexMGSession`
 (checks the server's env id and kwargs, keeps validation errors' field paths, one blocking
 socket) or OpenEnv's ``GenericEnvClient``. ``GET /flexmg`` says which env (and kwargs) the
-server plays; ``flexmg serve --workers N`` spreads sessions over N processes.
+server plays (and ``ws``: whether its ``/ws`` is flexmg's lean endpoint, the default, or
+OpenEnv's own, ``--openenv-ws``); ``flexmg serve --workers N`` spreads sessions over N processes.
 
 Needs ``pip install 'flexmg[openenv]'``.
 
@@ -64,6 +65,7 @@ __all__ = [
     "RemoteSeatDriver",
     "app_from_environ",
     "create_flexmg_app",
+    "freeze_heap",
     "serve",
 ]
 
@@ -140,6 +142,15 @@ def jsonable(value: Any) -> Any:
         return value
     if kind is float:
         return value if math.isfinite(value) else None
+    if kind is dict:  # a plain dict (an env's infos, metrics): its plain leaves inline
+        out = {}
+        for k, v in value.items():
+            vk = type(v)
+            if vk is str or vk is int or vk is bool or v is None:
+                out[k if type(k) is str else str(k)] = v
+            else:
+                out[k if type(k) is str else str(k)] = jsonable(v)
+        return out
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -186,34 +197,71 @@ class FlexMGEnvironment(Environment):
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> FlexMGObservation:
         """Start an episode (``seed`` reproduces it exactly)."""
-        self._driver = SeatDriver(self._env, self.env_id, seed)
-        self._episode_rewards = {r: 0.0 for r in self._env.possible_agents}
-        self._seed, self._episode_id, self._turns = seed, episode_id or str(uuid4()), []
-        self._role, self._round, self._done, self._score = "", 0, False, 0.0
-        return self._observe(reward=None, rewards={})
+        return FlexMGObservation.model_construct(**self.reset_fields(seed, episode_id, **kwargs))
 
     def step(
         self, action: FlexMGAction, timeout_s: float | None = None, **kwargs: Any
     ) -> FlexMGObservation:
         """Play ``action.message`` for the role whose turn it is."""
+        return FlexMGObservation.model_construct(**self.step_fields(action.message, action.role))
+
+    # The same as plain dicts, for the lean WebSocket endpoint (flexmg.integrations.openenv_ws):
+    # every FlexMGObservation field, in declaration order, each value of its declared type.
+    def reset_fields(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """:meth:`reset`'s observation as a dict of its fields (no model built).
+
+        >>> env = FlexMGEnvironment("echo")
+        >>> fields = env.reset_fields(seed=0)
+        >>> list(fields)[:5], fields["role"]
+        (['done', 'reward', 'metadata', 'env_id', 'role'], 'a')
+        """
+        self._driver = SeatDriver(self._env, self.env_id, seed)
+        self._episode_rewards = {r: 0.0 for r in self._env.possible_agents}
+        self._seed, self._episode_id, self._turns = seed, episode_id or str(uuid4()), []
+        self._role, self._round, self._done, self._score = "", 0, False, 0.0
+        return self._fields(reward=None, rewards={})
+
+    def step_fields(self, message: str, role: str | None = None) -> dict[str, Any]:
+        """:meth:`step`'s observation for ``message`` (and the ``role`` guard) as a dict."""
         driver = self._driver
         if driver is None:
             return self._refuse(HTTP_STEP_NOTE)
         turn = driver.pending()
         if turn is None:
             return self._refuse("the episode is over: call reset to start a new one")
-        role = turn[0]
-        if action.role is not None and action.role != role:
+        acting = turn[0]
+        if role is not None and role != acting:
             return self._refuse(
-                f"it is role {role!r}'s turn, the action names {action.role!r}; "
-                f"send the message as {role!r} (or leave role unset)"
+                f"it is role {acting!r}'s turn, the action names {role!r}; "
+                f"send the message as {acting!r} (or leave role unset)"
             )
-        driver.act(action.message)
+        driver.act(message)
         for r, v in driver.step_rewards.items():
             self._episode_rewards[r] = self._episode_rewards.get(r, 0.0) + v
         record = self._env.transcript[-1]
         self._turns.append({"round": record.round, "role": record.role, "text": record.action})
-        return self._observe(reward=driver.team_reward, rewards=driver.step_rewards)
+        return self._fields(reward=driver.team_reward, rewards=driver.step_rewards)
+
+    def state_fields(self) -> dict[str, Any]:
+        """``self.state.model_dump()``, built without the model when its values are plain."""
+        seed, episode_id = self._seed, self._episode_id
+        if not (
+            (seed is None or type(seed) is int) and (episode_id is None or type(episode_id) is str)
+        ):  # what FlexMGState would coerce or refuse: let it
+            return self.state.model_dump()
+        return {
+            "episode_id": episode_id,
+            "step_count": len(self._turns),
+            "env_id": self.env_id,
+            "seed": seed,
+            "role": self._role,
+            "round": self._round,
+            "done": self._done,
+            "score": self._score,
+            "turns": [dict(t) for t in self._turns],
+        }
 
     # OpenEnv runs a sync reset/step in a thread pool, one hop per call; these are quick,
     # so the server awaits the async forms, which play on its event loop directly.
@@ -248,58 +296,67 @@ class FlexMGEnvironment(Environment):
         """Close the flexmg env (its sandbox, if any)."""
         self._env.close()
 
-    def _refuse(self, why: str) -> FlexMGObservation:
-        obs = (
-            self._observe(reward=None, rewards={})
-            if self._driver
-            else FlexMGObservation(env_id=self.env_id)
-        )
-        obs.error = why
-        return obs
+    def _refuse(self, why: str) -> dict[str, Any]:
+        if self._driver:
+            fields = self._fields(reward=None, rewards={})
+        else:
+            fields = FlexMGObservation(env_id=self.env_id).model_dump()
+        fields["error"] = why
+        return fields
 
-    def _observe(self, reward: float | None, rewards: Mapping[str, float]) -> FlexMGObservation:
+    def _fields(self, reward: float | None, rewards: Mapping[str, float]) -> dict[str, Any]:
         assert self._driver is not None
         driver = self._driver
         turn = driver.pending()
         done = turn is None
         obs = driver.observation or {}
-        score = float(self._env.episode_metrics.get("score", 0.0)) if done else None
+        # pending() has just taken the env's episode_metrics into the driver's result
+        metrics = driver.result.metrics if done else None
+        score = float(metrics.get("score", 0.0)) if metrics is not None else None
         self._role = "" if turn is None else turn[0]
         self._round = int(obs.get("round", self._round))
         self._done = done
         self._score = score if score is not None else self._score
         infos = driver.step_infos if reward is not None else {}
-        # Every field is built here with its declared type: construct without re-validating.
-        return FlexMGObservation.model_construct(
-            done=done,
-            reward=None if reward is None else float(reward),
-            metadata={},
-            env_id=self.env_id,
-            role=self._role,
-            round=self._round,
-            task=str(obs.get("task", "")),
-            instructions=str(obs.get("instructions", "")),
-            context=str(obs.get("context", "")),
-            feedback=str(obs.get("feedback", "")),
-            messages=[] if turn is None else turn[1],
-            rewards={str(r): float(v) for r, v in rewards.items()},
-            episode_rewards={str(r): float(v) for r, v in self._episode_rewards.items()},
-            infos=jsonable(
-                {r: {k: v for k, v in i.items() if k != "episode"} for r, i in infos.items()}
-            ),
-            score=score,
-            metrics=jsonable(self._env.episode_metrics) if done else {},
-            error="",
-        )
+        # Every field is built here with its declared type, in declaration order.
+        return {
+            "done": done,
+            "reward": None if reward is None else float(reward),
+            "metadata": {},
+            "env_id": self.env_id,
+            "role": self._role,
+            "round": self._round,
+            "task": str(obs.get("task", "")),
+            "instructions": str(obs.get("instructions", "")),
+            "context": str(obs.get("context", "")),
+            "feedback": str(obs.get("feedback", "")),
+            "messages": [] if turn is None else turn[1],
+            "rewards": {str(r): float(v) for r, v in rewards.items()},
+            "episode_rewards": {str(r): float(v) for r, v in self._episode_rewards.items()},
+            "infos": {
+                str(r): jsonable({k: v for k, v in i.items() if k != "episode"})
+                for r, i in infos.items()
+            },
+            "score": score,
+            "metrics": jsonable(metrics) if metrics is not None else {},
+            "error": "",
+        }
 
 
 def create_flexmg_app(
-    env_id: str, env_kwargs: Mapping[str, Any] | None = None, *, max_sessions: int = 64
+    env_id: str,
+    env_kwargs: Mapping[str, Any] | None = None,
+    *,
+    max_sessions: int = 64,
+    lean: bool = True,
 ) -> Any:
     """OpenEnv's FastAPI app serving ``env_id`` (one env per WebSocket session).
 
     The env is built once here so an unknown id or bad kwargs fail now, not
-    in the first session.
+    in the first session. With ``lean`` (the default), ``/ws`` is served by
+    :class:`~flexmg.integrations.openenv_ws.LeanWebSocketEndpoint`: OpenEnv's protocol, the
+    same bytes, less work per message; ``lean=False`` keeps OpenEnv's own endpoint.
+    ``app.state.flexmg_ws`` says which one serves ``/ws`` (``"lean"`` or ``"openenv"``).
     """
     if not isinstance(max_sessions, int) or max_sessions < 1:
         raise ValueError(f"max_sessions must be an int >= 1, got {max_sessions!r}")
@@ -313,7 +370,16 @@ def create_flexmg_app(
         max_concurrent_envs=max_sessions,
         state_cls=FlexMGState,
     )
-    identity = {"env_id": env_id, "env_kwargs": jsonable(dict(env_kwargs or {}))}
+    app.state.flexmg_ws = "openenv"
+    if lean:
+        from flexmg.integrations.openenv_ws import install_lean_ws
+
+        install_lean_ws(app)  # warns and keeps OpenEnv's endpoint if its layout differs
+    identity = {
+        "env_id": env_id,
+        "env_kwargs": jsonable(dict(env_kwargs or {})),
+        "ws": app.state.flexmg_ws,  # which endpoint serves /ws: "lean" or "openenv"
+    }
 
     @app.get(IDENTITY_PATH)
     def flexmg_identity() -> dict[str, Any]:
@@ -324,14 +390,33 @@ def create_flexmg_app(
 
 
 def app_from_environ() -> Any:
-    """The app of ``$FLEXMG_SERVE_SPEC`` (JSON: env_id, env_kwargs, max_sessions).
+    """The app of ``$FLEXMG_SERVE_SPEC`` (JSON: env_id, env_kwargs, max_sessions, lean).
 
     uvicorn's worker processes (``flexmg serve --workers N``) build the app through this.
     """
     spec = json.loads(os.environ[SERVE_SPEC_VAR])
-    return create_flexmg_app(
-        spec["env_id"], spec["env_kwargs"], max_sessions=int(spec["max_sessions"])
+    app = create_flexmg_app(
+        spec["env_id"],
+        spec["env_kwargs"],
+        max_sessions=int(spec["max_sessions"]),
+        lean=bool(spec.get("lean", True)),
     )
+    freeze_heap()
+    return app
+
+
+def freeze_heap() -> None:
+    """Exempt what the server process holds after start-up from the cyclic GC (``gc.freeze``).
+
+    OpenEnv's server imports FastAPI, Gradio and pydantic models: some 200,000 objects
+    that every full collection would walk again (about 0.1 s each on a busy 2-core
+    machine) though they live as long as the process. Frozen, collections only walk what
+    the sessions allocate; reference counting frees objects as before.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def serve(
@@ -343,27 +428,35 @@ def serve(
     max_sessions: int = 64,
     workers: int = 1,
     log_level: str = "info",
+    lean: bool = True,
 ) -> None:
     """Serve ``env_id`` with OpenEnv's server until interrupted (``flexmg serve``).
 
     ``workers`` > 1 runs that many server processes on the port (uvicorn's workers): a
     session stays on the process that accepted it, so concurrent sessions use as many
-    cores; ``max_sessions`` holds per process.
+    cores; ``max_sessions`` holds per process. ``lean=False`` serves ``/ws`` with OpenEnv's
+    own endpoint instead of flexmg's lean one (the same answers, more work per message).
     """
     import uvicorn
 
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
-    app = create_flexmg_app(env_id, env_kwargs, max_sessions=max_sessions)  # fails early
+    app = create_flexmg_app(env_id, env_kwargs, max_sessions=max_sessions, lean=lean)  # fails early
     # Observations are a few KB: compressing each costs more CPU than it saves on the wire
     # (clients that offer permessage-deflate, like OpenEnv's, are simply answered without it).
     # uvicorn's loop="auto" picks uvloop when installed (the openenv extra installs it).
     options: dict[str, Any] = {"host": host, "port": port, "log_level": log_level}
     options["ws_per_message_deflate"] = False
     if workers == 1:
+        freeze_heap()
         uvicorn.run(app, **options)
         return
-    spec = {"env_id": env_id, "env_kwargs": dict(env_kwargs or {}), "max_sessions": max_sessions}
+    spec = {
+        "env_id": env_id,
+        "env_kwargs": dict(env_kwargs or {}),
+        "max_sessions": max_sessions,
+        "lean": lean,
+    }
     os.environ[SERVE_SPEC_VAR] = json.dumps(spec)
     uvicorn.run(f"{__name__}:app_from_environ", factory=True, workers=workers, **options)
 

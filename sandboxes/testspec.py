@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -128,7 +129,40 @@ def _parse_humaneval(tests: str, entry_point: str | None) -> TestSpec:
             {"kind": "test", "src": f"check({_CANDIDATE})", "eq": None, "name": "check(candidate)"}
         ]
         return TestSpec(setup=tests, units=units, candidate_name=_CANDIDATE)
-    return TestSpec(setup=tests, units=units, candidate_name=param)
+    return TestSpec(setup=_without_check_body(tests, check), units=units, candidate_name=param)
+
+
+def _without_check_body(tests: str, check: ast.FunctionDef) -> str:
+    r"""``tests`` with ``check``'s body replaced by ``pass``, when nothing can call it.
+
+    Split into units, ``check``'s statements run as the units; the setup only
+    needs what is around it (imports, helpers, ``METADATA``), and the judge then
+    compiles a fraction of the text for each run. Done only when the name
+    ``check`` occurs nowhere but in its own ``def`` (in code, strings and comments
+    alike) and the body starts on a line of its own; otherwise ``tests`` unchanged.
+
+    >>> src = "M = 1\ndef check(c):\n    assert c(1) == 2\n"
+    >>> print(_without_check_body(src, ast.parse(src).body[1]), end="")
+    M = 1
+    def check(c):
+        pass
+    """
+    if len(_CHECK_WORD.findall(tests)) != 1 or check.end_lineno is None:
+        return tests
+    lines = tests.splitlines(keepends=True)
+    first = check.body[0]
+    head = lines[first.lineno - 1][: first.col_offset]
+    if first.lineno <= check.lineno or head.strip():
+        return tests  # the body starts on the def's line: left as it is
+    stub = "".join([*lines[: first.lineno - 1], head, "pass\n", *lines[check.end_lineno :]])
+    try:
+        ast.parse(stub)
+    except (SyntaxError, ValueError):
+        return tests
+    return stub
+
+
+_CHECK_WORD = re.compile(r"\bcheck\b")
 
 
 def _parse_mbpp(tests: Sequence[Any]) -> TestSpec:

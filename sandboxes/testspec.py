@@ -84,7 +84,12 @@ def _unit(stmts: list[ast.stmt], kind: str) -> dict[str, Any]:
     return {"kind": kind, "src": src, "eq": eq, "name": _short(src)}
 
 
-def _splittable(fn: ast.FunctionDef) -> bool:
+_UNSPLITTABLE = re.compile(r"\b(?:return|yield|global|nonlocal)\b")
+
+
+def _splittable(fn: ast.FunctionDef, source: str | None = None) -> bool:
+    if source is not None and _UNSPLITTABLE.search(source) is None:
+        return True  # none of those statements without its keyword in the text
     for stmt in fn.body:
         for sub in ast.walk(stmt):
             if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -114,7 +119,7 @@ def _parse_humaneval(tests: str, entry_point: str | None) -> TestSpec:
         )
     param = check.args.args[0].arg
     units: list[dict[str, Any]] = []
-    if _splittable(check):
+    if _splittable(check, tests):
         pending: list[ast.stmt] = []
         for stmt in check.body:
             if _has_real_assert(stmt):
@@ -147,14 +152,14 @@ def _without_check_body(tests: str, check: ast.FunctionDef) -> str:
     def check(c):
         pass
     """
-    if len(_CHECK_WORD.findall(tests)) != 1 or check.end_lineno is None:
+    if len(_CHECK_WORD.findall(tests)) != 1 or check.end_lineno is None or "\r" in tests:
         return tests
-    lines = tests.splitlines(keepends=True)
+    lines = tests.split("\n")  # the parser's lines (a lone \r also ends one: excluded above)
     first = check.body[0]
     head = lines[first.lineno - 1][: first.col_offset]
     if first.lineno <= check.lineno or head.strip():
         return tests  # the body starts on the def's line: left as it is
-    stub = "".join([*lines[: first.lineno - 1], head, "pass\n", *lines[check.end_lineno :]])
+    stub = "\n".join([*lines[: first.lineno - 1], head + "pass", *lines[check.end_lineno :]])
     try:
         ast.parse(stub)
     except (SyntaxError, ValueError):

@@ -237,6 +237,8 @@ class RunCleanup:
             if not name.isdigit():
                 continue
             pid = int(name)
+            if self.pid1 and pid in keep:
+                continue  # never a victim, and as pid 1 no process's parent is needed
             try:
                 stat = read_proc(f"/proc/{pid}/stat")
                 fields = stat[stat.rindex(b")") + 2 :].split()

@@ -142,9 +142,12 @@ def _without_check_body(tests: str, check: ast.FunctionDef) -> str:
 
     Split into units, ``check``'s statements run as the units; the setup only
     needs what is around it (imports, helpers, ``METADATA``), and the judge then
-    compiles a fraction of the text for each run. Done only when the name
-    ``check`` occurs nowhere but in its own ``def`` (in code, strings and comments
-    alike) and the body starts on a line of its own; otherwise ``tests`` unchanged.
+    compiles a fraction of the text for each run. Done only when the text is
+    ASCII (no other spelling of the name), the word ``check`` occurs nowhere but
+    in its own ``def`` (in code, strings and comments alike) and the body starts
+    on a line of its own; otherwise ``tests`` unchanged. A name built at run time
+    is not seen: such a call of ``check`` would run the stub, while every one of
+    its asserts still runs as a unit.
 
     >>> src = "M = 1\ndef check(c):\n    assert c(1) == 2\n"
     >>> print(_without_check_body(src, ast.parse(src).body[1]), end="")
@@ -152,7 +155,12 @@ def _without_check_body(tests: str, check: ast.FunctionDef) -> str:
     def check(c):
         pass
     """
-    if len(_CHECK_WORD.findall(tests)) != 1 or check.end_lineno is None or "\r" in tests:
+    if (
+        not tests.isascii()
+        or "\r" in tests
+        or len(_CHECK_WORD.findall(tests)) != 1
+        or check.end_lineno is None
+    ):
         return tests
     lines = tests.split("\n")  # the parser's lines (a lone \r also ends one: excluded above)
     first = check.body[0]

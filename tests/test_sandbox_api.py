@@ -125,6 +125,7 @@ def test_parse_tests_setup_keeps_a_check_that_can_be_called() -> None:
         "HELP = 'see check'\n" + body,  # named elsewhere, even in a string
         "def check(candidate): assert candidate(2) == 4\n",  # body on the def's line
         body.replace("\n", "\r\n"),  # other line ends than the parser's \n
+        body + "\uff43\uff48\uff45\uff43\uff4b(abs)\n",  # check in full-width letters (NFKC)
     ]:
         spec = parse_tests(tests, "sq")
         assert spec.total == 1 and spec.setup == tests

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -83,7 +84,12 @@ def _unit(stmts: list[ast.stmt], kind: str) -> dict[str, Any]:
     return {"kind": kind, "src": src, "eq": eq, "name": _short(src)}
 
 
-def _splittable(fn: ast.FunctionDef) -> bool:
+_UNSPLITTABLE = re.compile(r"\b(?:return|yield|global|nonlocal)\b")
+
+
+def _splittable(fn: ast.FunctionDef, source: str | None = None) -> bool:
+    if source is not None and _UNSPLITTABLE.search(source) is None:
+        return True  # none of those statements without its keyword in the text
     for stmt in fn.body:
         for sub in ast.walk(stmt):
             if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -113,7 +119,7 @@ def _parse_humaneval(tests: str, entry_point: str | None) -> TestSpec:
         )
     param = check.args.args[0].arg
     units: list[dict[str, Any]] = []
-    if _splittable(check):
+    if _splittable(check, tests):
         pending: list[ast.stmt] = []
         for stmt in check.body:
             if _has_real_assert(stmt):
@@ -128,7 +134,48 @@ def _parse_humaneval(tests: str, entry_point: str | None) -> TestSpec:
             {"kind": "test", "src": f"check({_CANDIDATE})", "eq": None, "name": "check(candidate)"}
         ]
         return TestSpec(setup=tests, units=units, candidate_name=_CANDIDATE)
-    return TestSpec(setup=tests, units=units, candidate_name=param)
+    return TestSpec(setup=_without_check_body(tests, check), units=units, candidate_name=param)
+
+
+def _without_check_body(tests: str, check: ast.FunctionDef) -> str:
+    r"""``tests`` with ``check``'s body replaced by ``pass``, when nothing can call it.
+
+    Split into units, ``check``'s statements run as the units; the setup only
+    needs what is around it (imports, helpers, ``METADATA``), and the judge then
+    compiles a fraction of the text for each run. Done only when the text is
+    ASCII (no other spelling of the name), the word ``check`` occurs nowhere but
+    in its own ``def`` (in code, strings and comments alike) and the body starts
+    on a line of its own; otherwise ``tests`` unchanged. A name built at run time
+    is not seen: such a call of ``check`` would run the stub, while every one of
+    its asserts still runs as a unit.
+
+    >>> src = "M = 1\ndef check(c):\n    assert c(1) == 2\n"
+    >>> print(_without_check_body(src, ast.parse(src).body[1]), end="")
+    M = 1
+    def check(c):
+        pass
+    """
+    if (
+        not tests.isascii()
+        or "\r" in tests
+        or len(_CHECK_WORD.findall(tests)) != 1
+        or check.end_lineno is None
+    ):
+        return tests
+    lines = tests.split("\n")  # the parser's lines (a lone \r also ends one: excluded above)
+    first = check.body[0]
+    head = lines[first.lineno - 1][: first.col_offset]
+    if first.lineno <= check.lineno or head.strip():
+        return tests  # the body starts on the def's line: left as it is
+    stub = "\n".join([*lines[: first.lineno - 1], head + "pass", *lines[check.end_lineno :]])
+    try:
+        ast.parse(stub)
+    except (SyntaxError, ValueError):
+        return tests
+    return stub
+
+
+_CHECK_WORD = re.compile(r"\bcheck\b")
 
 
 def _parse_mbpp(tests: Sequence[Any]) -> TestSpec:

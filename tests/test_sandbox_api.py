@@ -114,6 +114,21 @@ def test_parse_tests_humaneval_split() -> None:
     assert [u["kind"] for u in spec.units] == ["setup", "test", "test", "test"]
     assert spec.units[1]["eq"] == ["candidate(2)", "4"]
     assert spec.candidate_name == "candidate"
+    # the units are check's body: the judge's setup keeps what is around it only
+    assert spec.setup == "METADATA = {}\ndef check(candidate):\n    pass\n"
+
+
+def test_parse_tests_setup_keeps_a_check_that_can_be_called() -> None:
+    body = "def check(candidate):\n    assert candidate(2) == 4\n"
+    for tests in [
+        body + "check(abs)\n",  # called by the setup itself
+        "HELP = 'see check'\n" + body,  # named elsewhere, even in a string
+        "def check(candidate): assert candidate(2) == 4\n",  # body on the def's line
+        body.replace("\n", "\r\n"),  # other line ends than the parser's \n
+        body + "\uff43\uff48\uff45\uff43\uff4b(abs)\n",  # check in full-width letters (NFKC)
+    ]:
+        spec = parse_tests(tests, "sq")
+        assert spec.total == 1 and spec.setup == tests
 
 
 def test_parse_tests_fallback_and_errors() -> None:

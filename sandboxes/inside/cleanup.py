@@ -14,6 +14,7 @@ import select
 import signal
 import time
 
+from .procs import _libc, read_proc
 from .procstate import reset_proc_state
 
 # typing is never imported in the sandbox (start-up time): mypy reads this name as True
@@ -152,8 +153,7 @@ def _has_live_thread(pid: int) -> bool:
         return False
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-                stat = f.read()
+            stat = read_proc(f"/proc/{pid}/task/{tid}/stat")
             if stat[stat.rindex(b")") + 2 :][:1] not in (b"Z", b"X"):
                 return True
         except (OSError, ValueError):
@@ -237,9 +237,10 @@ class RunCleanup:
             if not name.isdigit():
                 continue
             pid = int(name)
+            if self.pid1 and pid in keep:
+                continue  # never a victim, and as pid 1 no process's parent is needed
             try:
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    stat = f.read()
+                stat = read_proc(f"/proc/{pid}/stat")
                 fields = stat[stat.rindex(b")") + 2 :].split()
                 parent[pid] = int(fields[1])
             except (OSError, ValueError, IndexError):
@@ -304,17 +305,13 @@ class RunCleanup:
     def _clean_ipc(self) -> None:
         if not self.config.get("clean_ipc"):
             return
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-        except Exception:
+        libc = _libc()
+        if libc is None:
             return
         ipc_rmid = 0
         for kind, fn, id_col in (("shm", "shmctl", 1), ("sem", "semctl", 1), ("msg", "msgctl", 1)):
             try:
-                with open(f"/proc/sysvipc/{kind}") as f:
-                    rows = f.read().splitlines()[1:]
+                rows = read_proc(f"/proc/sysvipc/{kind}").splitlines()[1:]
             except OSError:
                 continue
             for row in rows:

@@ -15,14 +15,26 @@ PR_SET_CHILD_SUBREAPER = 36
 
 _LIBC: list = []  # the C library handle, opened once (children inherit it)
 
+TYPE_CHECKING = False  # typing is never imported in the sandbox; mypy reads True
+if TYPE_CHECKING:
+    from typing import Any
 
-def _prctl(option: int, value: int) -> None:
-    try:
-        if not _LIBC:
+
+def _libc() -> Any:
+    """The C library (``ctypes``), loaded once per process; None when it cannot be."""
+    if not _LIBC:
+        try:
             import ctypes
 
             _LIBC.append(ctypes.CDLL(None, use_errno=True))
-        _LIBC[0].prctl(option, value, 0, 0, 0)
+        except Exception:
+            return None
+    return _LIBC[0]
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        _libc().prctl(option, value, 0, 0, 0)
     except Exception:
         pass
 
@@ -30,11 +42,7 @@ def _prctl(option: int, value: int) -> None:
 def _set_name(name: str) -> None:
     """Name this process (``ps``, ``top`` and profilers show ``flexmg-<role>``)."""
     try:
-        if not _LIBC:
-            import ctypes
-
-            _LIBC.append(ctypes.CDLL(None, use_errno=True))
-        _LIBC[0].prctl(PR_SET_NAME, f"flexmg-{name}"[:15].encode(), 0, 0, 0)
+        _libc().prctl(PR_SET_NAME, f"flexmg-{name}"[:15].encode(), 0, 0, 0)
     except Exception:
         pass
 
@@ -245,6 +253,49 @@ def _place_fds(fds: list[int]) -> None:
 PF_EXITING = 0x4  # a task's flag (``/proc/PID/stat`` field 9) once it has begun to exit
 
 
+def read_proc(path: str, size: int = 16384) -> bytes:
+    """The contents of a small ``/proc`` file (raw calls: a third of a file object's).
+
+    Raises ``OSError`` like ``open`` would.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.read(fd, size)
+        if len(data) < size:
+            return data
+        chunks = [data]
+        while True:
+            chunk = os.read(fd, size)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def _pending(status: bytes) -> list[int] | None:
+    r"""The ``SigPnd`` and ``ShdPnd`` masks of a ``/proc/PID/status`` text; None: unreadable.
+
+    >>> _pending(b"Name:\tx\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000100\n")
+    [0, 256]
+    """
+    masks = []
+    for key in (b"\nSigPnd:", b"\nShdPnd:"):
+        at = status.find(key)
+        if at < 0:
+            if status.startswith(key[1:]):
+                at = -1
+            else:
+                continue
+        start = at + len(key)
+        end = status.find(b"\n", start)
+        try:
+            masks.append(int(status[start : end if end >= 0 else None].strip(), 16))
+        except ValueError:
+            return None
+    return masks
+
+
 def _dying(flags: int, status: bytes) -> bool:
     r"""True when a process is on its way out though its state may still read running.
 
@@ -259,16 +310,11 @@ def _dying(flags: int, status: bytes) -> bool:
     """
     if flags & PF_EXITING:
         return True
+    masks = _pending(status)
+    if masks is None:
+        return True  # unreadable: not to be trusted with a run
     kill_bit = 1 << (signal.SIGKILL - 1)
-    for line in status.splitlines():
-        key, _, value = line.partition(b":")
-        if key in (b"SigPnd", b"ShdPnd"):
-            try:
-                if int(value.strip(), 16) & kill_bit:
-                    return True
-            except ValueError:
-                return True  # unreadable: not to be trusted with a run
-    return False
+    return any(mask & kill_bit for mask in masks)
 
 
 def _signalled(status: bytes) -> bool:
@@ -283,16 +329,11 @@ def _signalled(status: bytes) -> bool:
     >>> _signalled(b"SigPnd:\t0000000000000000\nShdPnd:\t0000000000000004\n")  # SIGQUIT
     True
     """
+    masks = _pending(status)
+    if masks is None:
+        return True
     allowed = 1 << (signal.SIGCONT - 1)
-    for line in status.splitlines():
-        key, _, value = line.partition(b":")
-        if key in (b"SigPnd", b"ShdPnd"):
-            try:
-                if int(value.strip(), 16) & ~allowed:
-                    return True
-            except ValueError:
-                return True
-    return False
+    return any(mask & ~allowed for mask in masks)
 
 
 def _status_exit_code(status: int) -> int | None:

@@ -13,7 +13,7 @@ import os
 import signal
 import socket
 
-from .procs import _dying, _signalled
+from .procs import _dying, _signalled, read_proc
 
 # typing is never imported in the sandbox (start-up time): mypy reads this name as True
 TYPE_CHECKING = False
@@ -177,11 +177,9 @@ class SpareKeeper:
             return False
         try:
             os.kill(pid, signal.SIGCONT)
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read()
+            stat = read_proc(f"/proc/{pid}/stat")
             fields = stat[stat.rindex(b")") + 2 :].split()
-            with open(f"/proc/{pid}/status", "rb") as f:
-                status = f.read()
+            status = read_proc(f"/proc/{pid}/status")
         except (OSError, ValueError):
             return False
         return (

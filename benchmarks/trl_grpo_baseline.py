@@ -138,6 +138,20 @@ def per_minute(report: dict[str, Any], train_seconds: float) -> dict[str, float]
             for mode in ("greedy", "sampled") if "correct" in (team.get(mode) or {})}  # fmt: skip
 
 
+def evaluation_sets(
+    budget: Budget, prompts: int, phrasing_prompts: int
+) -> dict[str, tuple[dict[str, Any], int]]:
+    """The env keywords and prompt count of each held-out set: the test split, unseen phrasings.
+
+    Both keep the trained prompt (the solver's instructions); only the task's phrasing differs.
+    """
+    sets = {"test": (budget.env_kwargs, prompts)}
+    if phrasing_prompts:
+        unseen = {**budget.env_kwargs, "tasks": {**budget.tasks, "phrasing": "unseen"}}
+        sets["unseen phrasings"] = (unseen, phrasing_prompts)
+    return sets
+
+
 def evaluate(run_dir: Path, prompts: int = 300, phrasing_prompts: int = 0,
              device: str = "cpu") -> dict[str, Any]:  # fmt: skip
     """The base model vs the run's adapter on the same test prompts: the paired learning report."""
@@ -149,10 +163,7 @@ def evaluate(run_dir: Path, prompts: int = 300, phrasing_prompts: int = 0,
         raise FileNotFoundError(f"{run_dir}: no {RUN} and {ADAPTER}/ there; train first (--out)")
     record = json.loads((run_dir / RUN).read_text())
     budget = Budget.from_dict({**record["budget"], "device": device})
-    sets = {"test": (budget.env_kwargs, prompts)}
-    if phrasing_prompts:
-        unseen = {"tasks": {**budget.tasks, "phrasing": "unseen"}}
-        sets["unseen phrasings"] = (unseen, phrasing_prompts)
+    sets = evaluation_sets(budget, prompts, phrasing_prompts)
     t0 = time.monotonic()
     model, tokenizer = load(budget)
     start = {}

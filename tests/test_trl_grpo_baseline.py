@@ -54,3 +54,15 @@ def test_trains_saves_a_peft_adapter_and_evaluates_it(tmp_path, capsys) -> None:
     per_minute = json.loads((run / "report.json").read_text())["gain_per_train_minute"]
     assert set(per_minute) == {"greedy", "sampled"}
     assert (run / "report.md").read_text().startswith("# TRL GRPOTrainer")
+
+
+def test_unseen_phrasings_keep_the_trained_prompt() -> None:
+    """Held-out sets differ from the test split only in the task's phrasing (not the instructions)."""
+    bench = load_benchmark("trl_grpo_baseline")
+    eb = load_benchmark("equal_budget")
+    budget = eb.Budget.from_dict({**eb.Budget().to_dict(), "solver_prompt": "Solve it."})
+    sets = bench.evaluation_sets(budget, 5, 3)
+    (test, n_test), (unseen, n_unseen) = sets["test"], sets["unseen phrasings"]
+    assert (n_test, n_unseen) == (5, 3)
+    assert unseen["prompts"] == test["prompts"] == {"solver": "Solve it."}
+    assert unseen["tasks"] == {**test["tasks"], "phrasing": "unseen"}

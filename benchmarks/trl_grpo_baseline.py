@@ -174,10 +174,10 @@ def evaluate(run_dir: Path, prompts: int = 300, phrasing_prompts: int = 0,
     tuned.eval()
     out: dict[str, Any] = {"run_dir": str(run_dir), "model": budget.model,
                            "steps": budget.steps, "samples": 1}  # fmt: skip
-    text = []
+    text, ends = [], {}
     for name, (kwargs, n) in sets.items():
         print(f"adapter ({name})", flush=True)
-        end = _play(tuned, tokenizer, budget, n, kwargs)
+        end = ends[name] = _play(tuned, tokenizer, budget, n, kwargs)
         report = learning_report(start[name], end, ks=(1,))
         out[name] = report
         title = f"TRL GRPOTrainer, {budget.steps} steps: base model vs adapter, {name}"
@@ -192,6 +192,10 @@ def evaluate(run_dir: Path, prompts: int = 300, phrasing_prompts: int = 0,
     )
     out["seconds"] = time.monotonic() - t0
     atomic_write_json(run_dir / "report.json", out, indent=2)
+    # the episodes, as benchmarks/team_report.py keeps them: seeds_report.py --against pairs them
+    episodes = {"key": f"{prompts}-{phrasing_prompts}-1", "update": budget.steps,
+                "start": start, "end": ends}  # fmt: skip
+    atomic_write_json(run_dir / f"report_{budget.steps}.episodes.json", episodes)
     atomic_write_text(run_dir / "report.md", "\n\n".join(text))
     print("\n\n".join(text))
     print(f"written: {run_dir / 'report.md'} ({out['seconds']:.0f} s)")

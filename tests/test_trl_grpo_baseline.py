@@ -54,6 +54,8 @@ def test_trains_saves_a_peft_adapter_and_evaluates_it(tmp_path, capsys) -> None:
     per_minute = json.loads((run / "report.json").read_text())["gain_per_train_minute"]
     assert set(per_minute) == {"greedy", "sampled"}
     assert (run / "report.md").read_text().startswith("# TRL GRPOTrainer")
+    kept = json.loads((run / "report_2.episodes.json").read_text())  # for seeds_report --against
+    assert kept["key"] == "3-0-1" and set(kept["start"]) == set(kept["end"]) == {"test"}
 
 
 def test_unseen_phrasings_keep_the_trained_prompt() -> None:

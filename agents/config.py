@@ -341,6 +341,12 @@ class PPOConfig(Settings):
     critic_warmup: int = setting(
         0, "updates that train only the critic", flag="--critic-warmup", check=_at_least(0)
     )
+    critic_steps: int = setting(
+        0,
+        "extra critic-only steps per update on the rollout's cached features (action level)",
+        flag="--critic-steps",
+        check=_at_least(0),
+    )
     agent_interval: int = setting(
         0,
         "agent-by-agent interval K (only role update // K mod N learns; 0 = all)",

@@ -227,3 +227,25 @@ def assign_advantages(
                 f"episode {e}: credit assignment must put every turn in exactly one chain, "
                 f"got counts {seen}"
             )
+
+
+def normalize_advantages(samples: Sequence[Any], level: str, normalize: bool = True) -> float:
+    """Normalise the advantages of ``samples`` in place (over actions or tokens).
+
+    Returns the raw mean. Nothing changes with fewer than two values or when
+    ``normalize`` is False.
+    """
+    import torch  # the learner's; the rest of this module is plain Python
+
+    if level == "action":
+        values = [s.advantage for s in samples]
+    else:
+        values = [a for s in samples for a in s.token_advantages[: max(len(s.action_ids), 1)]]
+    adv = torch.tensor(values, dtype=torch.float64)
+    raw_mean = float(adv.mean()) if adv.numel() else 0.0
+    if normalize and adv.numel() > 1:
+        mean, std = raw_mean, float(adv.std())
+        for s in samples:
+            s.advantage = (s.advantage - mean) / (std + 1e-8)
+            s.token_advantages = [(a - mean) / (std + 1e-8) for a in s.token_advantages]
+    return raw_mean

@@ -22,7 +22,8 @@
    (same result as one batch).
 7. **step**: gradient-norm clip, one optimizer step per learning adapter and
    per value head; a role whose approximate KL passed ``target_kl`` skips the
-   step and stops for the rest of the update.
+   step and stops for the rest of the update. ``critic_steps`` more critic-only
+   steps follow on the cached features (:mod:`flexmg.agents.critic_fit`).
 8. **statistics** (``_summary``): the averaged losses, returns, value fit.
 
 Example:
@@ -44,7 +45,8 @@ import torch
 
 from flexmg.agents.config import RATIOS, PPOConfig
 from flexmg.agents.credit import rewards_are_flat
-from flexmg.agents.gae import assign_advantages
+from flexmg.agents.critic_fit import fit_values
+from flexmg.agents.gae import assign_advantages, normalize_advantages
 from flexmg.agents.marft import Algorithm
 from flexmg.agents.samples import RolloutBatch, Sample
 from flexmg.protocols import Chain, Policy
@@ -266,6 +268,13 @@ class PPOLearner:
         learning = self._learning_roles(update, flat)
         by_role = batch.by_role()
         steps = self._train_roles(by_role, learning, len(batch.episodes), generator, stats)  # 6-7
+        values = getattr(self.policy, "values", None)  # TeamPolicy's value of cached features
+        if self.config.critic_steps and self.algorithm.critic != "none" and values is not None:
+            fit = fit_values(values, by_role, list(self.critic_opts.values()),
+                             [p for ps in self.critic_params.values() for p in ps],
+                             self.config.critic_steps, self.config.max_grad_norm)  # fmt: skip
+            if fit is not None:
+                stats.set("critic_fit_loss", fit)
         self._zero_grad()
         return self._summary(batch.samples, by_role, stats, steps, update, learning)
 
@@ -603,26 +612,6 @@ class PPOLearner:
                 norms["grad_norm_critic"] = float(n)
                 opt.step()
         return norms
-
-
-def normalize_advantages(samples: Sequence[Sample], level: str, normalize: bool = True) -> float:
-    """Normalise the advantages of ``samples`` in place (over actions or tokens).
-
-    Returns the raw mean. Nothing changes with fewer than two values or when
-    ``normalize`` is False.
-    """
-    if level == "action":
-        values = [s.advantage for s in samples]
-    else:
-        values = [a for s in samples for a in s.token_advantages[: max(len(s.action_ids), 1)]]
-    adv = torch.tensor(values, dtype=torch.float64)
-    raw_mean = float(adv.mean()) if adv.numel() else 0.0
-    if normalize and adv.numel() > 1:
-        mean, std = raw_mean, float(adv.std())
-        for s in samples:
-            s.advantage = (s.advantage - mean) / (std + 1e-8)
-            s.token_advantages = [(a - mean) / (std + 1e-8) for a in s.token_advantages]
-    return raw_mean
 
 
 def _features(part: Sequence[Sample]) -> dict[str, torch.Tensor]:

@@ -27,6 +27,7 @@ SHORTCUTS = {"--bf16": ("dtype", "bfloat16")}
 # flags added since: every env kwarg (--kw KEY=VALUE) and the dtype by name (--dtype)
 FLAGS_ADDED = {
     "--kw",
+    "--critic-steps",
     "--dtype",
     "--role-temperature",
     "--role-max-new-tokens",
@@ -40,7 +41,7 @@ FLAGS_ADDED = {
 FIELDS_ADDED = {
     "policy_config": {"role_temperature": {}, "role_max_new_tokens": {}},
     "train": {"group_size": 1, "transcripts": 32},
-    "ppo_config": {"adam_eps": None},
+    "ppo_config": {"adam_eps": None, "critic_steps": 0},
 }
 OLD_RUN = Path(__file__).parent / "data" / "run_v1"
 

@@ -168,7 +168,10 @@ def test_a_run_folder_of_the_old_code_resumes_to_the_same_records(small_model, t
     assert RunConfig.from_dict(after) == RunConfig.from_dict(moved)
     added = {  # fields added since: their defaults
         "policy_config": {"role_temperature": {}, "role_max_new_tokens": {}},
-        "ppo_config": {"adam_eps": None},  # None: the model kind's (the learner resolves it)
+        "ppo_config": {
+            "adam_eps": None,
+            "critic_steps": 0,
+        },  # None: the model kind's (the learner resolves it)
     }
     assert {k: v for k, v in after.items() if k != "train"} == {
         k: ({**v, **added[k]} if k in added else v) for k, v in moved.items() if k != "train"

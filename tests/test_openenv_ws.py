@@ -172,18 +172,22 @@ def _after_close(base: str, script: list[str]) -> list[str]:
 
 
 @pytest.mark.slow  # two real server processes (tens of seconds on a busy machine)
-def test_a_binary_frame_ends_the_session_alike(servers):
+def _next_or_closed(ws) -> str:
+    """The next message, or ``"<closed>"`` when the server closed the connection instead."""
     from websockets.exceptions import ConnectionClosed
 
+    try:
+        return ws.recv(timeout=60)
+    except ConnectionClosed:
+        return "<closed>"
+
+
+def test_a_binary_frame_ends_the_session_alike(servers):
     outs = []
     for base in servers:
         with connect(ws_url(base), compression=None, open_timeout=60) as ws:
             ws.send(b'{"type": "state"}')
-            got = [ws.recv(timeout=60)]
-            try:
-                got.append(ws.recv(timeout=60))
-            except ConnectionClosed:
-                got.append("<closed>")
+            got = [ws.recv(timeout=60), _next_or_closed(ws)]
         outs.append(got)
     assert outs[0] == outs[1] and outs[0][-1] == "<closed>"
 
@@ -221,11 +225,7 @@ def test_a_session_past_max_sessions_is_refused_alike(servers):
                     ws.send(msg("state"))
                 answer = ws.recv(timeout=60)
                 if '"CAPACITY_REACHED"' in answer:
-                    got.append(answer)
-                    try:
-                        got.append(ws.recv(timeout=60))
-                    except ConnectionClosed:
-                        got.append("<closed>")
+                    got += [answer, _next_or_closed(ws)]
         outs.append(got)
     assert outs[0] == outs[1] and outs[0][-1] == "<closed>"
     assert json.loads(outs[0][0])["data"]["max_sessions"] == 4

@@ -281,10 +281,14 @@ def play_batch(
     seeds = [int(s) for s in seeds]
     if not seeds:
         return []
+    from functools import partial
+
     import flexmg
     from flexmg.episodes import play_batch as play_vector_batch
+    from flexmg.vector import SyncVectorEnv
 
-    vec = flexmg.make_vec(env_id, num_envs=len(seeds), **dict(env_kwargs or {}))
+    make = partial(flexmg.make, env_id, **dict(env_kwargs or {}))
+    vec = SyncVectorEnv([make for _ in seeds])  # one env per seed, built here (no probe env)
     try:
         _check_roles(vec.possible_agents, roles)
         team = {role: _ChatActor(role, fn, system) for role, fn in roles.items()}

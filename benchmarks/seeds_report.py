@@ -2,7 +2,10 @@
 
 Each run folder must hold ``report_<update>.episodes.json``, written by
 ``benchmarks/team_report.py`` with the same ``--prompts``, ``--phrasing-prompts``
-and ``--samples`` (so every seed is evaluated on the same distinct prompts). For
+and ``--samples`` (so every seed is evaluated on the same distinct prompts). A run
+may also be given as such a file itself, gzipped or not (the copies kept in
+``docs/results/*.episodes.json.gz``), so a reported figure can be recomputed after its
+run folder is gone. For
 each prompt set (the test split, the unseen phrasings) it writes
 :func:`flexmg.report.seeds_report`: start, end and the paired gain, each the mean
 over seeds with a 95% interval that resamples seeds and then prompts, and every
@@ -20,11 +23,29 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from pathlib import Path
 
 from flexmg.io import atomic_write_text
+
+
+def load_episodes(run: Path, update: int) -> dict | None:
+    """The report episodes of ``run`` (a run folder, or the episodes file itself); None if absent."""
+    path = run / f"report_{update}.episodes.json" if run.is_dir() else run
+    if not path.is_file():
+        return None
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+
+
+def run_seed(run: Path) -> object:
+    """The training seed in a run folder's config, else the file's name as its label."""
+    config = run / "config.json"
+    if run.is_dir() and config.is_file():
+        return json.loads(config.read_text()).get("train", {}).get("seed")
+    return run.name.removesuffix(".gz").removesuffix(".json").removesuffix(".episodes")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,20 +66,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     loaded = []
     for run in [*args.runs, *args.against]:
-        path = run / f"report_{args.update}.episodes.json"
-        if not path.is_file():
-            print(f"seeds_report: error: {path} is missing; run benchmarks/team_report.py "
-                  f"{run} first")  # fmt: skip
+        episodes = load_episodes(run, args.update)
+        if episodes is None:
+            print(f"seeds_report: error: {run} holds no report_{args.update}.episodes.json; "
+                  f"run benchmarks/team_report.py {run} first")  # fmt: skip
             return 2
-        loaded.append(json.loads(path.read_text()))
+        loaded.append(episodes)
     loaded, others = loaded[: len(args.runs)], loaded[len(args.runs) :]
     keys = {d["key"] for d in loaded + others}
     if len(keys) != 1:
         print(f"seeds_report: error: the runs were reported with different settings {sorted(keys)}"
               "; rerun team_report.py with the same --prompts/--phrasing-prompts/--samples")  # fmt: skip
         return 2
-    seeds = [json.loads((run / "config.json").read_text()).get("train", {}).get("seed")
-             for run in args.runs]  # fmt: skip
+    seeds = [run_seed(run) for run in args.runs]
     text: list[str] = []
     out: dict = {"runs": [str(r) for r in args.runs], "seeds": seeds, "update": args.update,
                  "against": [str(r) for r in args.against]}  # fmt: skip

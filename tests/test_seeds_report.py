@@ -89,3 +89,24 @@ def test_team_report_then_seeds_report_on_two_trained_seeds(tmp_path: Path) -> N
     assert out.returncode == 0, out.stderr[-2000:]
     out = _run("benchmarks/seeds_report.py", *map(str, runs), "--update", "1", "--out", str(dest))
     assert out.returncode == 2 and "different settings" in out.stdout
+
+
+def test_the_published_single_vs_trl_difference_recomputes_from_the_kept_episodes(
+    tmp_path: Path,
+) -> None:
+    """The README's paired single-agent-minus-TRL figure, from docs/results' episode files."""
+    results = ROOT / "docs" / "results"
+    single = results / "smollm2_group_single_seed2_update20.episodes.json.gz"
+    trl = results / "smollm2_trl_grpo_seed0_step20.episodes.json.gz"
+    dest = tmp_path / "versus.md"
+    out = _run("benchmarks/seeds_report.py", str(single), "--update", "20", "--out", str(dest),
+               "--against", str(trl))  # fmt: skip
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    pooled = json.loads(dest.with_suffix(".json").read_text())
+    assert pooled["seeds"] == ["smollm2_group_single_seed2_update20"]
+    versus = pooled["test against"]["team"]
+    assert versus["sampled"]["correct"]["gain"] == pytest.approx(-0.142, abs=1e-3)
+    assert versus["greedy"]["correct"]["gain"] == pytest.approx(-0.117, abs=1e-3)
+    missing = _run("benchmarks/seeds_report.py", str(tmp_path), "--update", "20",
+                   "--out", str(dest))  # fmt: skip
+    assert missing.returncode == 2 and "holds no report_20.episodes.json" in missing.stdout

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -54,55 +53,46 @@ SUPPORTERS: dict[str, tuple[str, Callable[[Mapping[str, Any]], str]]] = {
 }
 
 
-def interval(values: Sequence[float], draws: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95% bootstrap interval of the mean over ``values``.
+def interval(values: Sequence[float]) -> tuple[float, float]:
+    """95% bootstrap interval of the mean over episodes (:func:`flexmg.metrics.per_prompt_ci`).
 
     >>> interval([1.0, 1.0])
     (1.0, 1.0)
     """
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choice(values) for _ in values) / len(values) for _ in range(draws))
-    return means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
+    from flexmg.metrics import per_prompt_ci
+
+    ci = per_prompt_ci(values)
+    mean = sum(values) / len(values)
+    return (ci[0], ci[1]) if ci else (mean, mean)
 
 
-def _live_role(env: Any) -> str | None:
-    """Step past finished agents; the role to act next, or None when the episode is over."""
-    while env.agents:
-        _, _, terminated, truncated, _ = env.last()
-        if terminated or truncated:
-            env.step(None)
-            continue
-        return str(env.agent_selection)
-    return None
+class _Batched:
+    """A batched ``observations -> texts`` function as an actor (``act``)."""
+
+    def __init__(self, act: Callable[[list[dict]], list[str]]) -> None:
+        self.act = act
 
 
 def play(
     envs: Sequence[Any], seeds: Sequence[int], partner: str, supporter: str,
     oracle: Callable[[Mapping[str, Any]], str], model_act: Callable[[list[dict]], list[str]],
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """Play one episode per env (seeded), the model's turns batched; per episode its result."""
-    for env, seed in zip(envs, seeds, strict=True):
-        env.reset(seed=int(seed))
-    while True:
-        turns = [(env, _live_role(env)) for env in envs]
-        turns = [(env, role) for env, role in turns if role is not None]
-        if not turns:
-            break
-        batch = []
-        for env, role in turns:
-            obs = env.observe(role)
-            if role == supporter and partner == "oracle":
-                env.step(oracle(obs))
-            elif role == supporter and partner == "mute":
-                env.step("")
-            else:
-                batch.append((env, dict(obs)))
-        for (env, _), text in zip(batch, model_act([o for _, o in batch]), strict=True):
-            env.step(text)
+    """Play one episode per env (seeded) with :func:`flexmg.episodes.play_batch`; per episode its result.
+
+    The supporter is the oracle, mute (``""``) or the model (``partner``); every
+    other role is the model, each role's turn one batched ``model_act`` call.
+    """
+    from flexmg.episodes import play_batch
+    from flexmg.vector import SyncVectorEnv
+
+    model = _Batched(model_act)
+    support = {"oracle": oracle, "mute": lambda obs: "", "model": model}[partner]
+    team = {r: support if r == supporter else model for r in envs[0].possible_agents}
+    vec = SyncVectorEnv([lambda env=env: env for env in envs])
     return [
-        {"success": bool(env.episode_metrics.get("success")),
-         "turns": [(t.role, t.action, t.info.get("annotation", "")) for t in env.transcript]}
-        for env in envs
+        {"success": ep.success,
+         "turns": [(t.role, t.action, t.info.get("annotation", "")) for t in ep.transcript]}
+        for ep in play_batch(vec, team, list(seeds))
     ]  # fmt: skip
 
 
@@ -137,7 +127,7 @@ def run(env_id: str, model: str, episodes: int, temperature: float, max_new_toke
         for mode, actor in actors.items():
             played = play(envs, seeds, partner, supporter, oracle, actor.act)
             wins = [float(p["success"]) for p in played]
-            lo, hi = interval(wins, seed=seed)
+            lo, hi = interval(wins)
             row[mode] = {"success": sum(wins) / len(wins), "ci": [lo, hi],
                          "examples": [p["turns"] for p in played[:3]]}  # fmt: skip
             print(f"{env_id} partner={partner:6s} {mode:7s} success {row[mode]['success']:.3f} "

@@ -16,9 +16,11 @@ Checked: that both sides tokenize every prompt to the same ids, and that TRL's
 generation config resolves to plain temperature sampling (no logits processors);
 compared, paired by prompt with 95% bootstrap intervals: mean reward, correct rate,
 completion length, the share cut at the token limit, and the mean per-token log-prob
-of the completions under the shared start policy (one scorer for both sides: a
-distribution that samples differently shows here first). If the two are one
-distribution, every difference's interval spans zero.
+of the completions under the shared start policy, scored for both sides by flexmg's
+learner (``TeamPolicy.evaluate``: a distribution that samples differently shows here
+first). If the two are one distribution, every difference's interval spans zero. Also
+printed: the largest gap between the log-prob flexmg's sampler drew each token with and
+the learner's score of it (what PPO's ratio compares).
 
 Usage::
 
@@ -29,10 +31,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import random
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from equal_budget import (  # the benchmarks folder is on sys.path (the script's
     train_config,
     trl_rows,
 )
-from update_equivalence import flexmg_weights, lora_key
+from update_equivalence import ROLE, flexmg_weights, lora_key
 
 FIGURES = ("reward", "correct", "tokens", "truncated", "token_logprob")
 
@@ -56,18 +57,19 @@ def mean(xs: Sequence[float]) -> float:
     return sum(xs) / len(xs) if xs else math.nan
 
 
-def paired_interval(
-    a: Sequence[float], b: Sequence[float], draws: int = 2000, seed: int = 0
-) -> tuple[float, float, float]:
-    """Mean of ``a - b`` over paired items and its 95% bootstrap interval (resampling items).
+def paired_interval(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """Mean of ``a - b`` over paired prompts and its 95% bootstrap interval (prompts resampled).
+
+    The interval is :func:`flexmg.metrics.per_prompt_ci` of the per-prompt differences.
 
     >>> paired_interval([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
     (0.0, 0.0, 0.0)
     """
+    from flexmg.metrics import per_prompt_ci
+
     diffs = [x - y for x, y in zip(a, b, strict=True)]
-    rng = random.Random(seed)
-    means = sorted(mean([rng.choice(diffs) for _ in diffs]) for _ in range(draws))
-    return mean(diffs), means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
+    ci = per_prompt_ci(diffs) or [mean(diffs), mean(diffs)]
+    return mean(diffs), ci[0], ci[1]
 
 
 def per_prompt(rows: Sequence[dict[str, Any]], group: int) -> dict[str, list[float]]:
@@ -80,36 +82,25 @@ def per_prompt(rows: Sequence[dict[str, Any]], group: int) -> dict[str, list[flo
     return out
 
 
-def scorer(
-    model: Any, pad_id: int, micro: int
-) -> Callable[[list[list[int]], list[list[int]]], list[float]]:
-    """Mean per-token log-prob of each completion given its prompt, under ``model`` (no padding effects)."""
+def learner_logprobs(policy: Any, rows: Sequence[dict[str, Any]], micro: int) -> list[list[float]]:
+    """Per-token log-probs of each row's completion as flexmg's learner scores them.
+
+    :meth:`~flexmg.agents.policy.TeamPolicy.evaluate` of the solver (the start
+    policy, before any update): one scorer for both sides' completions.
+    """
     import torch
 
-    def score(prompts: list[list[int]], completions: list[list[int]]) -> list[float]:
-        out: list[float] = []
-        model.eval()
-        with torch.no_grad():
-            for start in range(0, len(prompts), micro):
-                ps, cs = prompts[start : start + micro], completions[start : start + micro]
-                width = max(len(p) + len(c) for p, c in zip(ps, cs, strict=True))
-                ids = torch.full((len(ps), width), pad_id, dtype=torch.long)
-                mask = torch.zeros((len(ps), width), dtype=torch.long)
-                for i, (p, c) in enumerate(zip(ps, cs, strict=True)):  # right padding
-                    ids[i, : len(p) + len(c)] = torch.tensor(p + c)
-                    mask[i, : len(p) + len(c)] = 1
-                logp = torch.log_softmax(
-                    model(input_ids=ids, attention_mask=mask).logits.float(), -1
-                )
-                for i, (p, c) in enumerate(zip(ps, cs, strict=True)):
-                    if not c:
-                        out.append(math.nan)
-                        continue
-                    pos = torch.arange(len(p) - 1, len(p) + len(c) - 1)
-                    out.append(float(logp[i, pos, torch.tensor(c)].mean()))
-        return out
-
-    return score
+    out: list[list[float]] = []
+    with torch.no_grad():
+        for start in range(0, len(rows), micro):
+            part = rows[start : start + micro]
+            ev = policy.evaluate(
+                ROLE, [r["prompt_ids"] for r in part], [r["completion_ids"] for r in part],
+                with_entropy=False, token_values=False,
+            )  # fmt: skip
+            for i, r in enumerate(part):
+                out.append(ev.token_logprobs[i, : len(r["completion_ids"])].tolist())
+    return out
 
 
 def flexmg_side(trainer: Any, budget: Budget) -> list[dict[str, Any]]:
@@ -125,6 +116,7 @@ def flexmg_side(trainer: Any, budget: Budget) -> list[dict[str, Any]]:
                     "prompt_ids": list(s.prompt_ids), "completion_ids": list(s.action_ids),
                     "reward": float(s.team_reward), "correct": float(s.team_reward) > 0.5,
                     "tokens": len(s.action_ids), "truncated": bool(s.truncated),
+                    "sampler_logprobs": list(s.sampler_logprobs),
                 })  # fmt: skip
     finally:
         vec.close()
@@ -209,24 +201,28 @@ def run(budget: Budget, out: Path | None) -> dict[str, Any]:
         processors = trl.processors()
         torch.manual_seed(budget.seed)
         theirs = [row for step in range(budget.steps) for row in trl.step(step)]
-        pad = trl.tokenizer.pad_token_id if trl.tokenizer.pad_token_id is not None else 0
-        score = scorer(trl.trainer.model, pad, budget.micro_batch)
         for rows in (flex, theirs):
-            for row, lp in zip(rows, score([r["prompt_ids"] for r in rows],
-                                           [r["completion_ids"] for r in rows]), strict=True):  # fmt: skip
-                row["token_logprob"] = lp
+            for row, lps in zip(rows, learner_logprobs(trainer.policy, rows, budget.micro_batch),
+                                strict=True):  # fmt: skip
+                row["token_logprob"] = mean(lps)
+                if "sampler_logprobs" in row:  # what flexmg's sampler drew against the learner
+                    row["sampler_gap"] = max(
+                        (abs(x - y) for x, y in zip(lps, row.pop("sampler_logprobs"), strict=True)),
+                        default=0.0,
+                    )  # fmt: skip
     same_prompts = all(
         a["prompt_ids"] == b["prompt_ids"] for a, b in zip(flex, theirs, strict=True)
     )
     a, b = per_prompt(flex, budget.samples), per_prompt(theirs, budget.samples)
     figures = {}
     for f in FIGURES:
-        diff, lo, hi = paired_interval(a[f], b[f], seed=budget.seed)
+        diff, lo, hi = paired_interval(a[f], b[f])
         figures[f] = {"flexmg": mean(a[f]), "trl": mean(b[f]), "difference": diff, "ci": [lo, hi]}
     result = {
         "budget": budget.to_dict(), "env": ENV, "prompts": len(a["reward"]),
         "completions_per_side": len(flex), "same_prompt_ids": same_prompts,
         "trl_logits_processors": processors, "figures": figures,
+        "sampler_vs_learner_max_abs_logprob": max(r["sampler_gap"] for r in flex),
         "examples": {"flexmg": [trl.tokenizer.decode(r["completion_ids"]) for r in flex[:3]],
                      "trl": [trl.tokenizer.decode(r["completion_ids"]) for r in theirs[:3]]},
     }  # fmt: skip
@@ -274,7 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = run(budget, args.json)
     print(f"{result['prompts']} prompts x {args.samples} completions per side; "
           f"same prompt ids: {result['same_prompt_ids']}; "
-          f"TRL's logits processors: {result['trl_logits_processors'] or 'none'}")  # fmt: skip
+          f"TRL's logits processors: {result['trl_logits_processors'] or 'none'}; "
+          f"flexmg's sampler vs learner log-probs, max |diff| "
+          f"{result['sampler_vs_learner_max_abs_logprob']:.2e}")  # fmt: skip
     print(table(result))
     return 0
 

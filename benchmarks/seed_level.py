@@ -31,26 +31,25 @@ from flexmg.io import atomic_write_text
 
 FIGURES = ("greedy correct", "sampled correct")
 
-# two-sided 95% quantiles of Student's t by degrees of freedom (interpolated in 1/df)
-_T975 = ((1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (6, 2.447), (7, 2.365),
-         (8, 2.306), (10, 2.228), (12, 2.179), (15, 2.131), (20, 2.086), (30, 2.042),
-         (60, 2.000), (120, 1.980))  # fmt: skip
-
 
 def t975(df: float) -> float:
-    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (table, 3 decimals).
+    """The 97.5% quantile of Student's t at a fractional ``df`` (3 decimals).
+
+    :func:`flexmg.metrics.t_quantile_975` at the two neighbouring whole degrees of
+    freedom, interpolated linearly in ``1 / df`` (Welch's ``df`` is fractional).
 
     >>> t975(4), t975(1e9)
     (2.776, 1.96)
     """
+    from flexmg.metrics import t_quantile_975
+
     if df <= 1:
-        return _T975[0][1]
-    for (d0, t0), (d1, t1) in zip(_T975, _T975[1:], strict=False):
-        if d0 <= df <= d1:
-            w = (1 / d0 - 1 / df) / (1 / d0 - 1 / d1)
-            return round(t0 + w * (t1 - t0), 3)
-    w = (1 / 120 - 1 / df) / (1 / 120)
-    return round(1.980 + w * (1.960 - 1.980), 3)
+        return round(t_quantile_975(1), 3)
+    lo, hi = math.floor(df), math.ceil(df)
+    if lo == hi:
+        return round(t_quantile_975(lo), 3)
+    w = (1 / lo - 1 / df) / (1 / lo - 1 / hi)
+    return round(t_quantile_975(lo) + w * (t_quantile_975(hi) - t_quantile_975(lo)), 3)
 
 
 def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float, float]:

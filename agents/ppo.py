@@ -157,6 +157,22 @@ def active_roles(roles: Sequence[str], update: int, interval: int) -> list[str]:
     return [roles[(update // interval) % len(roles)]]
 
 
+def _by_length(part: Sequence[Sample]) -> list[Sample]:
+    """``part`` ordered by prompt + action length (stable), so micro-batches pad little.
+
+    A micro-batch is padded to its longest prompt plus its longest action; grouping
+    similar lengths cuts that padding, and every loss is a sum with the whole
+    minibatch's denominator, so the order changes no gradient (up to rounding).
+    """
+    return sorted(part, key=lambda s: len(s.prompt_ids) + len(s.action_ids))
+
+
+def _micro_batches(part: Sequence[Sample], size: int) -> list[Sequence[Sample]]:
+    """``part`` in consecutive slices of ``size`` (all of it when ``size`` is 0)."""
+    size = size or len(part)
+    return [part[start : start + size] for start in range(0, len(part), size)]
+
+
 def _pad(rows: Sequence[Sequence[float]], width: int, device: Any) -> torch.Tensor:
     out = torch.zeros(len(rows), width)
     for i, row in enumerate(rows):
@@ -431,10 +447,9 @@ class PPOLearner:
         ``[1 - clip, 1 + clip]`` so one agent's step cannot swamp the next one's signal.
         """
         cfg = self.config
-        size = int(self.policy.config.micro_batch) or len(part)
+        part = _by_length(part)
         ratios: list[float] = []
-        for start in range(0, len(part), size):
-            micro = part[start : start + size]
+        for micro in _micro_batches(part, int(self.policy.config.micro_batch)):
             with torch.no_grad():  # a measurement: no graph to keep
                 ev = self.policy.evaluate(
                     role, [s.prompt_ids for s in micro], [s.action_ids for s in micro],
@@ -463,13 +478,11 @@ class PPOLearner:
         """
         cfg = self.config
         critic = self.algorithm.critic != "none"
-        size = int(self.policy.config.micro_batch) or len(part)
         n_samples = float(len(part))
         n_tokens = float(sum(len(s.action_ids) for s in part))
         n_vtokens = float(sum(max(len(s.action_ids), 1) for s in part))
         role_stats = _Stats()
-        for start in range(0, len(part), size):
-            micro = part[start : start + size]
+        for micro in _micro_batches(_by_length(part), int(self.policy.config.micro_batch)):
             ev = self._evaluate_micro(role, micro, learn, critic)
             dev = ev.mask.device
             mask = ev.mask.float()

@@ -362,7 +362,10 @@ class Trainer:
                 self.stop_if_asked(s, eval_pending=False)
                 s.update_started = time.monotonic()
                 batch = self.rollout(s.vec, self.updates_done)
+                learn_started = time.monotonic()
                 stats = self.learn(batch, self.updates_done)
+                stats["rollout_seconds"] = learn_started - s.update_started
+                stats["learn_seconds"] = time.monotonic() - learn_started
                 self.updates_done += 1
                 self.log_update(s, batch, stats)
                 s.show_progress(batch)

@@ -20,7 +20,7 @@ exec .venv/bin/flexmg train --env math-2agent --algo group --group-size 8 \
   --temperature 1.0 --role-temperature verifier=0.7 \
   --role-max-new-tokens solver=48 verifier=32 --micro-batch 16 \
   --lr 2e-4 --epochs 1 --minibatches 1 --entropy-coef 0 --lr-schedule constant \
-  --updates 20 --episodes-per-update 64 \
+  --updates 20 --episodes-per-update 40 \
   --eval-episodes 0 --checkpoint-every 2 --keep-checkpoints 0 \
   --kw 'tasks={"name": "arithmetic", "max_operand": 40, "ops": "+"}' \
   "prompts={$SOLVER, $VERIFIER}" \

@@ -114,3 +114,50 @@ def test_sampler_stops_at_every_stop_id_keeps_it_and_flags_truncation(qwen: tupl
     lp = torch.log_softmax(processed_logits(logits, SamplingConfig()), -1)
     expected = lp.gather(-1, torch.tensor(again.action_ids[0]).unsqueeze(-1)).squeeze(-1)
     assert torch.allclose(torch.tensor(again.sampler_logprobs[0]), expected, atol=1e-4)
+
+
+def test_stopped_rows_leave_the_batch_and_change_no_action(qwen: tuple, monkeypatch) -> None:
+    import flexmg.models.sampling as sampling
+
+    model, tok = qwen
+    ids = torch.randint(5, 60, (12, 4), generator=torch.Generator().manual_seed(3))
+    mask = torch.ones_like(ids)
+    cfg = SamplingConfig()
+    torch.manual_seed(0)
+    probe = sample_actions(model, ids, mask, cfg, 8, [], tok.pad_token_id)
+    # stop ids that end some rows early and others late, so the batch shrinks in steps
+    stops = sorted({probe.action_ids[r][k] for r, k in [(0, 1), (3, 2), (7, 4), (9, 0)]})
+
+    def run(compact_every) -> tuple:
+        widths: list[int] = []
+        forward = model.forward
+
+        def counting(*args, **kwargs):
+            widths.append(int(kwargs["input_ids"].shape[0]))
+            return forward(*args, **kwargs)
+
+        monkeypatch.setattr(model, "forward", counting)
+        monkeypatch.setattr(sampling, "_compact_every", compact_every)
+        torch.manual_seed(0)
+        out = sample_actions(model, ids, mask, cfg, 8, stops, tok.pad_token_id)
+        monkeypatch.undo()
+        return out, widths
+
+    compacted, shrinking = run(lambda b: 1)
+    kept, full = run(lambda b: 10**9)
+    assert set(full) == {12} and min(shrinking) < 12, "stopped rows should leave the batch"
+    assert compacted.action_ids == kept.action_ids and compacted.truncated == kept.truncated
+    assert any(not t for t in kept.truncated) and any(kept.truncated)
+    for a, b in zip(compacted.sampler_logprobs, kept.sampler_logprobs, strict=True):
+        assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-5)
+
+
+def test_inverse_cdf_sampling_follows_the_distribution_and_skips_zero_mass() -> None:
+    from flexmg.models.sampling import _inverse_cdf
+
+    probs = torch.tensor([[0.0, 0.2, 0.0, 0.8]]).expand(4000, 4)
+    uniform = torch.rand(4000, generator=torch.Generator().manual_seed(0))
+    uniform[0] = 0.0  # the edge of [0, 1): never a zero-probability token
+    tok = _inverse_cdf(probs, uniform)
+    assert set(tok.tolist()) == {1, 3} and tok[0] == 1
+    assert abs(float((tok == 3).float().mean()) - 0.8) < 0.03

@@ -15,7 +15,7 @@ from flexmg.agents.evaluation import read_eval_episodes, saved_eval_updates  # n
 from flexmg.agents.trainer import TrainConfig, Trainer, read_metrics  # noqa: E402
 from flexmg.evaluation import evaluation_record  # noqa: E402
 
-TIMING_KEYS = {"seconds", "wall_seconds"}
+TIMING_KEYS = {"seconds", "wall_seconds", "rollout_seconds", "learn_seconds"}
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +190,11 @@ def test_a_run_folder_of_the_old_code_resumes_to_the_same_records(small_model, t
         dropped = {"format_rate", "format_rate_ci", "correct_rate", "correct_rate_ci"}
         assert theirs.keys() - mine.keys() <= dropped
         theirs = {k: v for k, v in theirs.items() if k not in dropped}
+        if mine["update"] > 1 and mine["kind"] == "train":
+            # The sampler draws by inverse CDF since 2026-12-06 (so that stopped rows can
+            # leave the batch), and update 2 resamples: its draws differ from the old
+            # code's. Exact resume by today's code is test_run_folder_and_exact_resume's.
+            theirs = {k: v for k, v in theirs.items() if k in {"kind", "update", "episodes"}}
         for key, value in theirs.items():  # floats up to the CPU's rounding, the rest exactly
             if isinstance(value, float):
                 assert mine[key] == pytest.approx(value, rel=1e-4, abs=1e-6), (key, mine, theirs)

@@ -1,0 +1,119 @@
+"""One role's turn of decoding: stopped rows leave the batch, against keeping them, same run.
+
+flexmg's sampler (``flexmg.models.sampling.sample_actions``) drops the rows that have
+stopped from the batch and the KV cache once they are an eighth of it. The reference is
+the same sampler keeping every row to the end (``_compact_every`` set past the batch
+size), which is how it decoded before. Both decode the same observations from the same
+seed, alternating ``--repeats`` times; the actions must be identical (inverse-CDF
+sampling with one draw per row of the whole batch makes a row's action independent of
+the others), so only the time differs.
+
+Defaults are one turn of the main job's solver: SmolLM2-135M-Instruct, 64 observations of
+``math-2agent`` (8 prompts x 8, A + B in 0-40, the main job's solver prompt), at most 48
+new tokens, temperature 1.0.
+
+Run::
+
+    python benchmarks/bench_sampler.py                  # SmolLM2, 64 x 48 tokens, 3 repeats
+    python benchmarks/bench_sampler.py --model tiny --episodes 16 --max-new-tokens 24
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from typing import Any
+
+SOLVER_PROMPT = "You are the solver. Solve the problem and put the final answer in \\boxed{}."
+
+
+def observations(episodes: int, group: int) -> list[dict[str, Any]]:
+    """The solver's first observations of ``episodes`` main-job episodes (``group`` per prompt)."""
+    import flexmg
+
+    env = flexmg.make(
+        "math-2agent", tasks={"name": "arithmetic", "max_operand": 40, "ops": "+"},
+        prompts={"solver": SOLVER_PROMPT},
+    )  # fmt: skip
+    out = []
+    for i in range(episodes):
+        env.reset(seed=i // group)
+        out.append(env.observe("solver"))
+    return out
+
+
+def run(model: str, episodes: int, group: int, max_new_tokens: int, repeats: int,
+        seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """Decode the same turn with and without dropping stopped rows; times and a same-actions check."""
+    import torch
+
+    import flexmg.models.sampling as sampling
+    from flexmg.agents.config import PolicyConfig
+    from flexmg.agents.policy import TeamPolicy
+
+    policy = TeamPolicy(
+        ["solver", "verifier"],
+        PolicyConfig(model=model, temperature=1.0, max_new_tokens=max_new_tokens, critic="none"),
+    )
+    obs = observations(episodes, group)
+    dropping = sampling._compact_every
+
+    def keeping(batch: int) -> int:
+        return batch + 1  # never reached: every row stays to the end
+
+    times: dict[str, list[float]] = {"drop stopped rows": [], "keep every row": []}
+    actions: dict[str, Any] = {}
+    tokens = 0
+    for _ in range(repeats):
+        for name, rule in (("drop stopped rows", dropping), ("keep every row", keeping)):
+            sampling._compact_every = rule  # type: ignore[assignment]
+            try:
+                torch.manual_seed(seed)
+                start = time.perf_counter()
+                batch = policy.act("solver", obs)
+                times[name].append(time.perf_counter() - start)
+            finally:
+                sampling._compact_every = dropping  # type: ignore[assignment]
+            actions[name] = batch.action_ids
+            tokens = sum(len(a) for a in batch.action_ids)
+    same = actions["drop stopped rows"] == actions["keep every row"]
+    med = {name: statistics.median(t) for name, t in times.items()}
+    longest = max(len(a) for a in actions["keep every row"])
+    return {
+        "model": model, "episodes": episodes, "max_new_tokens": max_new_tokens,
+        "repeats": repeats, "generated_tokens": tokens, "longest_action": longest,
+        "seconds": times, "median_s": med,
+        "tokens_per_s": {name: tokens / s for name, s in med.items()},
+        "ratio_drop_over_keep": med["drop stopped rows"] / med["keep every row"],
+        "same_actions": same,
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--episodes", type=int, default=64)
+    parser.add_argument("--group", type=int, default=8, help="episodes per prompt")
+    parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    res = run(args.model, args.episodes, args.group, args.max_new_tokens, args.repeats)
+    print(f"{res['model']}: {res['episodes']} actions, {res['generated_tokens']} tokens "
+          f"(longest {res['longest_action']} of {res['max_new_tokens']})")  # fmt: skip
+    for name, s in res["median_s"].items():
+        print(f"  {name:18s} median {s:6.2f} s  {res['tokens_per_s'][name]:7.1f} tokens/s  "
+              f"runs {', '.join(f'{t:.2f}' for t in res['seconds'][name])}")  # fmt: skip
+    print(f"  drop / keep: {res['ratio_drop_over_keep']:.2f}x the time; "
+          f"same actions: {res['same_actions']}")  # fmt: skip
+    if args.json:
+        from flexmg.io import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(res, indent=2))
+    return res
+
+
+if __name__ == "__main__":
+    main()

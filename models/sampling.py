@@ -249,7 +249,11 @@ def sample_actions(
 
     Every row stops at the first token in ``stop_ids`` (kept in its action) or
     after ``max_new_tokens`` tokens (then flagged ``truncated``). Randomness
-    comes from torch's global generator (seed it for reproducible rollouts).
+    comes from torch's global generator (seed it for reproducible rollouts): each
+    step draws one uniform number per row of the whole batch and samples by
+    inverting that row's CDF, so a row's action depends only on its own prompt
+    and draws. Rows that have stopped leave the batch (and the KV cache) once they
+    are an eighth of it (:func:`_compact_every`), which changes no action.
     """
     b = input_ids.shape[0]
     device = input_ids.device
@@ -258,12 +262,14 @@ def sample_actions(
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     next_pos = mask.sum(-1)
     step_ids, step_pos = input_ids, positions
+    rows = torch.arange(b, device=device)  # original row of each row still in the batch
     done = torch.zeros(b, dtype=torch.bool, device=device)
-    tokens: list[torch.Tensor] = []
-    logps: list[torch.Tensor] = []
+    tokens = torch.full((b, max_new_tokens), pad_id, dtype=torch.long, device=device)
+    logps = torch.zeros((b, max_new_tokens), dtype=torch.float32, device=device)
     cache_arg = _cache_argument(model)
-    past = None
-    for _ in range(max_new_tokens):
+    past: Any = None
+    width = 0
+    for step in range(max_new_tokens):
         out = model(
             input_ids=step_ids, attention_mask=mask, position_ids=step_pos,
             use_cache=True, logits_to_keep=1, **{cache_arg: past},
@@ -272,14 +278,14 @@ def sample_actions(
         logits = out.logits[:, -1]
         if greedy:
             tok = logits.argmax(-1)
-            lp = torch.zeros(b, device=device)
         else:
+            uniform = torch.rand(b, device=device)[rows]  # one draw per row of the whole batch
             logp = torch.log_softmax(processed_logits(logits, cfg), dim=-1)
-            tok = torch.multinomial(logp.exp(), 1).squeeze(-1)
-            lp = logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1)
+            tok = _inverse_cdf(logp.exp(), uniform)
+            logps[rows, step] = logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1).float()
         tok = torch.where(done, torch.full_like(tok, pad_id), tok)
-        tokens.append(tok)
-        logps.append(lp)
+        tokens[rows, step] = tok
+        width = step + 1
         live = ~done
         done = done | torch.isin(tok, stops)
         if bool(done.all()):
@@ -287,7 +293,31 @@ def sample_actions(
         mask = torch.cat([mask, live.long().unsqueeze(-1)], dim=-1)
         step_ids, step_pos = tok.unsqueeze(-1), next_pos.unsqueeze(-1)
         next_pos = next_pos + live.long()
-    return _collect(tokens, logps, stops, greedy, b)
+        if int(done.sum()) >= _compact_every(len(rows)) and hasattr(past, "batch_select_indices"):
+            keep = (~done).nonzero().squeeze(-1)
+            past.batch_select_indices(keep)
+            rows, done, mask = rows[keep], done[keep], mask[keep]
+            step_ids, step_pos, next_pos = step_ids[keep], step_pos[keep], next_pos[keep]
+    return _collect(tokens[:, :width], logps[:, :width], stops, greedy, b)
+
+
+def _compact_every(batch: int) -> int:
+    """How many stopped rows make the sampler drop them (an eighth of the batch, at least 1).
+
+    Dropping copies the KV cache, so it waits until it saves a worthwhile share of a step.
+    """
+    return max(1, batch // 8)
+
+
+def _inverse_cdf(probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """One token per row: the first whose cumulative probability exceeds ``uniform`` x total.
+
+    Tokens of probability 0 are never picked (``right=True`` skips flat stretches).
+    """
+    cdf = probs.float().cumsum(-1)
+    target = (uniform.float() * cdf[:, -1]).unsqueeze(-1)
+    tok = torch.searchsorted(cdf, target, right=True).squeeze(-1)
+    return tok.clamp(max=probs.shape[-1] - 1)
 
 
 def _cache_argument(model: Any) -> str:
@@ -302,13 +332,12 @@ def _cache_argument(model: Any) -> str:
 
 
 def _collect(
-    tokens: Sequence[torch.Tensor], logps: Sequence[torch.Tensor], stops: torch.Tensor,
-    greedy: bool, b: int,
-) -> SampledActions:  # fmt: skip
-    if not tokens:
+    tok: torch.Tensor, lp: torch.Tensor, stops: torch.Tensor, greedy: bool, b: int
+) -> SampledActions:
+    """Per row: the tokens up to and including the first stop, their log-probs, truncation."""
+    if tok.shape[1] == 0:
         return SampledActions([[] for _ in range(b)], [[] for _ in range(b)], [True] * b)
-    tok = torch.stack(list(tokens), dim=1).cpu()
-    lp = torch.stack(list(logps), dim=1).float().cpu()
+    tok, lp = tok.cpu(), lp.float().cpu()
     is_stop = torch.isin(tok, stops.cpu())
     actions, logprobs, truncated = [], [], []
     for i in range(b):

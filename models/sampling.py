@@ -253,7 +253,8 @@ def sample_actions(
     step draws one uniform number per row of the whole batch and samples by
     inverting that row's CDF, so a row's action depends only on its own prompt
     and draws. Rows that have stopped leave the batch (and the KV cache) once they
-    are an eighth of it (:func:`_compact_every`), which changes no action.
+    are an eighth of it (:func:`_compact_every`); that changes no draw, so the actions are
+    the same up to floating-point rounding of the smaller batch.
     """
     b = input_ids.shape[0]
     device = input_ids.device

@@ -5,13 +5,14 @@
 # critic; `--algo marft` runs MARFT with its critic, not yet measured on SmolLM2).
 # Every setting is a `flexmg train` flag (docs/marft.md explains each default); extra
 # arguments go to `flexmg train` and override them (e.g. --seed 1, --updates 5).
-# The learning report: `python benchmarks/team_report.py RUN_DIR` (README, "Results");
-# 20 updates took about 70 min (201-225 s per update, two runs sharing 2 CPU cores, 1 thread each).
+# The learning report: `python benchmarks/team_report.py RUN_DIR` (README, "Results").
+# 20 updates of 40 episodes (5 prompts x 8) take 17-20 min on 2 CPU cores (the run alone on
+# the machine); the README's earlier 3-seed table used 64 episodes per update (~45 min).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# The settings of the 20-update runs the README reports (group learner: MARFT with its
-# critic has not yet been measured at Adam eps 1e-8; --algo marft runs it).
+# The settings of the runs the README reports (group learner: MARFT with its critic has
+# not yet been measured at Adam eps 1e-8; --algo marft runs it).
 SOLVER='"solver": "You are the solver. Solve the problem and put the final answer in \\boxed{}."'
 VERIFIER='"verifier": "Check the solution your teammate wrote for the task. If it is wrong, correct it. Give the final answer in \\\\boxed{}."'
 exec .venv/bin/flexmg train --env math-2agent --algo group --group-size 8 \

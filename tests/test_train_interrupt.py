@@ -26,7 +26,7 @@ from flexmg.agents.evaluation import read_eval_episodes, saved_eval_updates  # n
 from flexmg.agents.stop import StopOnInterrupt, StopRequested  # noqa: E402
 from flexmg.agents.trainer import read_metrics  # noqa: E402
 
-TIMING_KEYS = {"seconds", "wall_seconds"}
+TIMING_KEYS = {"seconds", "wall_seconds", "rollout_seconds", "learn_seconds"}
 UPDATES = 12
 
 

@@ -57,7 +57,7 @@ from flexmg.agents.policy_state import STATE_FORMAT, load_state, trainable_state
 from flexmg.models.config import SamplingConfig
 from flexmg.models.loading import load_model, resolve_device, resolve_dtype
 from flexmg.models.prompts import PromptEncoder, resolve_prompt_style
-from flexmg.models.sampling import Decoder, token_logprobs
+from flexmg.models.sampling import Decoder, length_order, token_logprobs
 from flexmg.models.zoo import model_kind
 
 __all__ = ["STATE_FORMAT", "ActionBatch", "Evaluation", "TeamPolicy", "lora_targets"]
@@ -433,7 +433,7 @@ class TeamPolicy(nn.Module):
         Rows are grouped by length so that little padding is computed.
         """
         n = len(prompt_ids)
-        order = sorted(range(n), key=lambda i: (len(prompt_ids[i]), len(action_ids[i])))
+        order = length_order(prompt_ids, action_ids)
         size = self.config.micro_batch or max(n, 1)
         tok_lp: list[list[float]] = [[] for _ in range(n)]
         values = [0.0] * n

@@ -49,6 +49,7 @@ from flexmg.agents.critic_fit import fit_values
 from flexmg.agents.gae import assign_advantages, normalize_advantages
 from flexmg.agents.marft import Algorithm
 from flexmg.agents.samples import RolloutBatch, Sample
+from flexmg.models.sampling import length_order
 from flexmg.protocols import Chain, Policy
 
 # ----------------------------------------------------------------------------- losses
@@ -158,13 +159,13 @@ def active_roles(roles: Sequence[str], update: int, interval: int) -> list[str]:
 
 
 def _by_length(part: Sequence[Sample]) -> list[Sample]:
-    """``part`` ordered by prompt + action length (stable), so micro-batches pad little.
+    """``part`` in :func:`~flexmg.models.sampling.length_order`, so micro-batches pad little.
 
-    A micro-batch is padded to its longest prompt plus its longest action; grouping
-    similar lengths cuts that padding, and every loss is a sum with the whole
-    minibatch's denominator, so the order changes no gradient (up to rounding).
+    Every loss is a sum with the whole minibatch's denominator, so the order changes no
+    gradient (up to rounding).
     """
-    return sorted(part, key=lambda s: len(s.prompt_ids) + len(s.action_ids))
+    order = length_order([s.prompt_ids for s in part], [s.action_ids for s in part])
+    return [part[i] for i in order]
 
 
 def _micro_batches(part: Sequence[Sample], size: int) -> list[Sequence[Sample]]:

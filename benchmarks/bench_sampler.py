@@ -67,7 +67,7 @@ def run(model: str, episodes: int, group: int, max_new_tokens: int, repeats: int
 
     times: dict[str, list[float]] = {"drop stopped rows": [], "keep every row": []}
     actions: dict[str, Any] = {}
-    tokens = 0
+    counts: dict[str, int] = {}  # generated tokens of each way's (last) decode
     for _ in range(repeats):
         for name, rule in (("drop stopped rows", dropping), ("keep every row", keeping)):
             sampling._compact_every = rule  # type: ignore[assignment]
@@ -79,16 +79,17 @@ def run(model: str, episodes: int, group: int, max_new_tokens: int, repeats: int
             finally:
                 sampling._compact_every = dropping  # type: ignore[assignment]
             actions[name] = batch.action_ids
-            tokens = sum(len(a) for a in batch.action_ids)
+            counts[name] = sum(len(a) for a in batch.action_ids)
     pairs = zip(actions["drop stopped rows"], actions["keep every row"], strict=True)
     identical = sum(a == b for a, b in pairs)
     med = {name: statistics.median(t) for name, t in times.items()}
     longest = max(len(a) for a in actions["keep every row"])
     return {
         "model": model, "episodes": episodes, "max_new_tokens": max_new_tokens,
-        "repeats": repeats, "generated_tokens": tokens, "longest_action": longest,
+        "repeats": repeats, "generated_tokens": counts["keep every row"],
+        "generated_tokens_by_way": counts, "longest_action": longest,
         "seconds": times, "median_s": med,
-        "tokens_per_s": {name: tokens / s for name, s in med.items()},
+        "tokens_per_s": {name: counts[name] / s for name, s in med.items()},
         "ratio_drop_over_keep": med["drop stopped rows"] / med["keep every row"],
         "identical_actions": identical,
     }  # fmt: skip

@@ -210,6 +210,20 @@ def token_logprobs(
     return lp, (out_ent.view(b, t) if with_entropy else None)
 
 
+def length_order(
+    prompt_ids: Sequence[Sequence[int]], action_ids: Sequence[Sequence[int]]
+) -> list[int]:
+    """Row indices by prompt length, then action length, so consecutive rows pad little.
+
+    A batch of rows is padded to its longest prompt plus its longest action; the
+    learner's scoring and its update slice rows in this order.
+
+    >>> length_order([[1, 2, 3], [1], [1, 2]], [[9], [9, 9], [9]])
+    [1, 2, 0]
+    """
+    return sorted(range(len(prompt_ids)), key=lambda i: (len(prompt_ids[i]), len(action_ids[i])))
+
+
 def _frozen_linear(head: Any) -> bool:
     """A plain linear output layer that does not learn (the fused path's condition)."""
     return (

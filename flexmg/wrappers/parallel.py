@@ -56,7 +56,7 @@ class _ParallelView(ParallelEnv):
         return self
 
     def _acting(self) -> set[str]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _acting")
 
     def _infos(self, extra: dict[str, dict] | None = None) -> dict[str, dict]:
         env = self.aec_env
@@ -112,7 +112,7 @@ class _ParallelView(ParallelEnv):
         return obs, rewards, terminations, truncations, infos
 
     def _order_of_acting(self) -> list[str]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _order_of_acting")
 
     def render(self) -> Any:
         return self.aec_env.render()

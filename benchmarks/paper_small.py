@@ -70,6 +70,7 @@ from typing import Any
 from paper_small_plan import (  # noqa: F401 - the grid's names, as the tests read them
     DEFAULT_VARIANTS,
     ENVS,
+    GROUP_SIZE,
     SEEDS,
     SINGLE,
     TEAM_VARIANTS,
@@ -125,6 +126,8 @@ def check_run_matches(job: Job) -> str | None:
         return f"{path} is unreadable ({exc})"
     want = {"env": job.env, "algo": job.algo, "seed": job.seed}
     want["episodes_per_update"] = job.episodes_per_update
+    if job.group_size > 1:
+        want["group_size"] = job.group_size
     diff = {k: (train.get(k), v) for k, v in want.items() if train.get(k) != v}
     shared = config.get("policy_config", {}).get("share_parameters")
     if shared is not None and bool(shared) != bool(dict(job.policy).get("share_parameters")):
@@ -141,7 +144,8 @@ def train_config(job: Job, args: argparse.Namespace) -> Any:
     policy = PolicyConfig(**dict(job.policy), **({"device": args.device} if args.device else {}))
     return TrainConfig(
         env=job.env, algo=job.algo, seed=job.seed, updates=args.budget,
-        episodes_per_update=job.episodes_per_update, eval_every=args.budget,
+        episodes_per_update=job.episodes_per_update, group_size=job.group_size,
+        eval_every=args.budget,
         eval_episodes=args.train_eval_episodes, run_dir=str(job.run_dir), progress=False,
         policy=policy,
     )  # fmt: skip
@@ -280,6 +284,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the columns (group: the critic-free baseline, not in the default grid)")  # fmt: skip
     add("--budget", type=int, default=12, help="PPO updates per run (default 12)")
     add("--episodes-per-update", type=int, default=32, help="a k-agent team's (single: k x)")
+    add("--group-size", type=int, default=GROUP_SIZE,
+        help=f"the group variant's episodes per prompt (default {GROUP_SIZE})")  # fmt: skip
     add("--train-eval-episodes", type=int, default=16, help="the trainer's start/end evals")
     add("--eval-episodes", type=int, default=100, help="held-out episodes per run (default 100)")
     add("--bounds", nargs="*", default=["oracle"], choices=["oracle", "empty", "random"],
@@ -298,6 +304,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.envs, args.seeds = list(dict.fromkeys(args.envs)), list(dict.fromkeys(args.seeds))
     if min(args.budget, args.episodes_per_update, args.eval_episodes, args.jobs) < 1:
         p.error("--budget, --episodes-per-update, --eval-episodes and --jobs must be >= 1")
+    if "group" in args.variants and (
+        args.group_size < 2 or args.episodes_per_update % args.group_size
+    ):
+        p.error(
+            f"the group variant needs --group-size >= 2 dividing --episodes-per-update "
+            f"({args.episodes_per_update}); got {args.group_size}"
+        )
     for env in args.envs:
         try:
             team_size(env)

@@ -25,6 +25,8 @@ TEAM_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "ippo": ("ippo", {}),
     "group": ("group", {}),  # critic-free, per-agent group-relative advantages (baselines/)
 }
+GROUP_SIZE = 4  # the group variant plays each prompt this many times per update (--group-size)
+GROUPED = {"group"}  # variants whose algorithm needs a group of episodes per prompt
 SINGLE = "single"  # one run per team size: entry and folder name single-b<k>
 SINGLE_ALGO = "marft"  # with one role MARFT and IPPO are the same learner
 VARIANTS = [*TEAM_VARIANTS, SINGLE]
@@ -86,6 +88,7 @@ class Job:
     run_dir: Path
     algo: str
     policy: tuple[tuple[str, Any], ...] = ()  # its PolicyConfig fields
+    group_size: int = 1  # each training prompt played this many times per update
 
     @property
     def column(self) -> str:
@@ -103,18 +106,37 @@ def make_job(args: argparse.Namespace, variant: str, row: str, seed: int) -> Job
     if variant != SINGLE:
         algo, policy = TEAM_VARIANTS[variant]
         run_dir = runs / f"{row}-{variant}-s{seed}"
+        group = getattr(args, "group_size", GROUP_SIZE) if variant in GROUPED else 1
         return Job(variant, row, row, seed, args.episodes_per_update, run_dir, algo,
-                   tuple(policy.items()))  # fmt: skip
+                   tuple(policy.items()), group)  # fmt: skip
     k, env = team_size(row), single_env(row)
     name = f"{SINGLE}-b{k}"
     run_dir = runs / f"{env}-{name}-s{seed}"
     return Job(name, row, env, seed, k * args.episodes_per_update, run_dir, SINGLE_ALGO)
 
 
+def has_single(env: str) -> bool:
+    """Does the family of a team env have a 1-agent env (a single-agent column)?
+
+    >>> has_single("math-2agent"), has_single("relay-2agent")
+    (True, False)
+    """
+    try:
+        single_env(env)
+    except ValueError:
+        return False
+    return True
+
+
 def plan_jobs(args: argparse.Namespace) -> list[Job]:
-    """Every run of the grid: variant x env x seed (the single agent per team size)."""
+    """Every run of the grid: variant x env x seed (the single agent per team size, where
+    the env's family has a 1-agent env)."""
     return [
-        make_job(args, v, row, s) for v in args.variants for row in args.envs for s in args.seeds
+        make_job(args, v, row, s)
+        for v in args.variants
+        for row in args.envs
+        if v != SINGLE or has_single(row)
+        for s in args.seeds
     ]
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from paper_small_plan import (
     OUTCOMES,
+    SINGLE,
     TITLES,
     TOKEN_TOLERANCE,
     VARIANTS,
@@ -87,6 +88,75 @@ def outcome_stats(episodes: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[s
     return out
 
 
+PAIRS = [
+    ("marft", "ippo"), ("marft", "group"), ("ippo", "group"), ("marft", "marft-shared"),
+    ("marft", SINGLE), ("ippo", SINGLE), ("group", SINGLE),
+]  # fmt: skip
+"""The paired differences reported (first minus second) where both columns ran."""
+
+
+def graded_answer(metrics: Mapping[str, Any]) -> str | None:
+    """The graded role's extracted answer (``None`` when the record has none).
+
+    >>> graded_answer({"graded_role": "v", "per_role": {"v": {"answer": "34"}}})
+    '34'
+    """
+    role = (metrics.get("per_role") or {}).get(str(metrics.get("graded_role")))
+    return None if not isinstance(role, Mapping) else role.get("answer")
+
+
+def paired_difference(
+    first: Mapping[int, Sequence[Mapping[str, Any]]],
+    second: Mapping[int, Sequence[Mapping[str, Any]]],
+    outcome: str = "success",
+) -> dict[str, Any] | None:
+    """``first`` minus ``second`` on the same held-out episodes (same seed, env seed, prompt).
+
+    The leaderboard plays every column's seed-``s`` run on the same env seeds, so each
+    episode of one column has a twin in the other. ``mean``: the mean over seeds of
+    each seed's mean paired difference; ``ci``: the two-level bootstrap of those
+    differences (seeds, then prompts); ``answers_differ``: the share of pairs whose
+    graded answers differ (0.0 means the two columns answered alike everywhere, i.e.
+    the comparison cannot separate them). ``None`` when no episode pairs up.
+
+    >>> ep = lambda s, ok, a: {"seed": s, "metrics": {"prompt_id": f"p{s}", "success": ok,
+    ...     "graded_role": "v", "per_role": {"v": {"answer": a}}}}
+    >>> d = paired_difference({0: [ep(1, True, "3"), ep(2, True, "4")]},
+    ...                       {0: [ep(1, False, "2"), ep(2, True, "4")]})
+    >>> d["mean"], d["pairs"], d["answers_differ"]
+    (0.5, 2, 0.5)
+    """
+    from flexmg.metrics import bootstrap_ci_over_seeds, episode_mean, prompt_key, team_outcome
+
+    groups: list[dict[str, list[float]]] = []
+    pairs = differ = 0
+    for seed in sorted(set(first) & set(second)):
+        twins = {(e.get("seed"), prompt_key(e["metrics"])): e for e in second[seed]}
+        values: dict[str, list[float]] = {}
+        for e in first[seed]:
+            prompt = prompt_key(e["metrics"])
+            twin = twins.get((e.get("seed"), prompt))
+            if twin is None:
+                continue
+            a, b = team_outcome(e["metrics"])[outcome], team_outcome(twin["metrics"])[outcome]
+            values.setdefault(prompt, []).append(a - b)
+            pairs += 1
+            differ += graded_answer(e["metrics"]) != graded_answer(twin["metrics"])
+        if values:
+            groups.append(values)
+    if not pairs:
+        return None
+    means = [m for g in groups if (m := episode_mean(g)) is not None]
+    ci = bootstrap_ci_over_seeds(groups)
+    return {
+        "mean": _mean(means),
+        "ci": list(ci) if ci else None,
+        "seeds": len(groups),
+        "pairs": pairs,
+        "answers_differ": differ / pairs,
+    }
+
+
 def budget_check(columns: Mapping[str, Mapping[str, Any]], planned: int) -> dict[str, Any]:
     """Are a row's budgets equal? Actions as planned in every run, tokens within tolerance.
 
@@ -112,24 +182,35 @@ def row_report(
 ) -> dict[str, Any]:
     """One row of the tables: every column's outcomes and measured budget, and the check."""
     columns: dict[str, Any] = {}
+    episodes: dict[str, dict[int, list]] = {}
     for column in VARIANTS:
         runs = [j for j in jobs if j.row == row and j.column == column]
         if not runs:
             continue
         budgets = [b for j in runs if (b := measured_budget(j.run_dir)) is not None]
         tokens = [b["generated_tokens"] for b in budgets]
+        episodes[column] = episodes_by_seed(results, runs[0].variant, runs[0].env)
         columns[column] = {
             "entry": runs[0].variant,
             "env": runs[0].env,
             "runs": len(runs),
-            **outcome_stats(episodes_by_seed(results, runs[0].variant, runs[0].env)),
+            **outcome_stats(episodes[column]),
             "actions": [b["actions"] for b in budgets],
             "tokens": tokens,
             "tokens_mean": _mean(tokens) if tokens else None,
         }
     planned = args.budget * args.episodes_per_update * team_size(row)
     budget = budget_check(columns, planned)
-    return {"env": row, "agents": team_size(row), "columns": columns, "budget": budget}
+    paired = {
+        f"{a} - {b}": diff
+        for a, b in PAIRS
+        if a in episodes and b in episodes
+        and (diff := paired_difference(episodes[a], episodes[b])) is not None
+    }  # fmt: skip
+    return {
+        "env": row, "agents": team_size(row), "columns": columns, "budget": budget,
+        "paired": paired,
+    }  # fmt: skip
 
 
 # ------------------------------------------------------------------------ report
@@ -207,12 +288,31 @@ def budget_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def paired_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A Markdown table of the paired differences in team success, a line per env and pair."""
+    lines = [
+        "| env | difference | team success, paired [95% CI] | seeds | paired episodes "
+        "| graded answers differ |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        for name, d in (r.get("paired") or {}).items():
+            a, b = name.split(" - ")
+            ci = f" [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]" if d["ci"] else ""
+            lines.append(
+                f"| {r['env']} | {TITLES[a]} - {TITLES[b]} | {d['mean']:+.3f}{ci} | {d['seeds']} "
+                f"| {d['pairs']} | {d['answers_differ']:.1%} |"
+            )
+    return lines
+
+
 def report_markdown(report: Mapping[str, Any]) -> str:
     """``paper_small.md``: what was run, how it was measured, the tables."""
     s, model = report["settings"], report["model"]
     sha = model["weights_sha256"]
+    names = ", ".join(TITLES[v] for v in VARIANTS if v in s["variants"])
     lines = [
-        "# MARFT, MARFT shared, IPPO and a single agent at equal budget (small scale)",
+        f"# {names} at equal budget (small scale)",
         "",
         f"Date: {report['date']}. Model: `{model['model']}`"
         + (f" (warm start weights_sha256 `{sha}`)." if sha else "."),
@@ -236,6 +336,19 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     ]
     for outcome, title in OUTCOMES.items():
         lines += [f"## {title}", "", *outcome_table(report["rows"], outcome, len(s["seeds"])), ""]
+    if any(r.get("paired") for r in report["rows"]):
+        lines += [
+            "## Paired differences",
+            "",
+            "First column minus second on the same held-out episodes (each seed's runs play "
+            "the same env seeds): the mean over seeds of each seed's mean difference, with the "
+            "two-level bootstrap interval. `graded answers differ`: the share of those "
+            "episodes where the two graded answers are not the same text; near 0% means the "
+            "two learners ended with the same behaviour, whatever the interval says.",
+            "",
+            *paired_table(report["rows"]),
+            "",
+        ]
     lines += ["## Budget per run (measured: actions / mean generated tokens)", ""]
     lines += [*budget_table(report["rows"]), ""]
     if s["bounds"]:

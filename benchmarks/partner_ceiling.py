@@ -10,13 +10,15 @@ role is the model (greedy, and sampled at ``--temperature``); its partner is
 
 * ``oracle``: a scripted supporter that does its job from its own observation
   (split: the holder states ``A = <its number>``; check: the solver writes the
-  problem's ``Expression:`` line);
+  problem's ``Expression:`` line; code-testfirst: the tester asserts the spec's
+  examples, each round);
 * ``model``: the same model (the untrained team, as training starts);
 * ``mute``: a supporter that says nothing (what the graded role does alone).
 
 Printed per partner: the graded role's success rate on ``--episodes`` held-out
 (test split) episodes with a 95% bootstrap interval over episodes, greedy and
-sampled, and the first transcripts.
+sampled, the mean team score (code-testfirst: the share of hidden tests passed)
+and the first transcripts.
 
 Usage::
 
@@ -46,10 +48,17 @@ def _check_solver(obs: Mapping[str, Any]) -> str:
     return solver_from(obs["task"])
 
 
+def _testfirst_tester(obs: Mapping[str, Any]) -> str:
+    from flexmg.envs.families.testfirst import tester_from
+
+    return tester_from(obs["task"])
+
+
 #: env id -> (supporting role, its oracle from its own observation)
 SUPPORTERS: dict[str, tuple[str, Callable[[Mapping[str, Any]], str]]] = {
     "split-2agent": ("holder", _split_holder),
     "check-2agent": ("solver", _check_solver),
+    "code-testfirst": ("tester", _testfirst_tester),
 }
 
 
@@ -90,7 +99,7 @@ def play(
     team = {r: support if r == supporter else model for r in envs[0].possible_agents}
     vec = SyncVectorEnv([lambda env=env: env for env in envs])
     return [
-        {"success": ep.success,
+        {"success": ep.success, "score": float(ep.metrics.get("score") or 0.0),
          "turns": [(t.role, t.action, t.info.get("annotation", "")) for t in ep.transcript]}
         for ep in play_batch(vec, team, list(seeds))
     ]  # fmt: skip
@@ -128,10 +137,11 @@ def run(env_id: str, model: str, episodes: int, temperature: float, max_new_toke
             played = play(envs, seeds, partner, supporter, oracle, actor.act)
             wins = [float(p["success"]) for p in played]
             lo, hi = interval(wins)
-            row[mode] = {"success": sum(wins) / len(wins), "ci": [lo, hi],
+            score = sum(p["score"] for p in played) / len(played)
+            row[mode] = {"success": sum(wins) / len(wins), "ci": [lo, hi], "score": score,
                          "examples": [p["turns"] for p in played[:3]]}  # fmt: skip
             print(f"{env_id} partner={partner:6s} {mode:7s} success {row[mode]['success']:.3f} "
-                  f"[{lo:.3f}, {hi:.3f}]", flush=True)  # fmt: skip
+                  f"[{lo:.3f}, {hi:.3f}]  mean score {score:.3f}", flush=True)  # fmt: skip
         result["partners"][partner] = row
     for env in envs:
         env.close()

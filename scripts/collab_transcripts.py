@@ -30,9 +30,8 @@ from typing import Any
 
 import flexmg
 from flexmg.envs.families.check import checker_from, solver_from
-from flexmg.envs.families.code import doctest_asserts
 from flexmg.envs.families.split import solve_from
-from flexmg.envs.families.testfirst import NEUTRAL_NAME, pair_oracle
+from flexmg.envs.families.testfirst import NEUTRAL_NAME, pair_oracle, tester_from
 
 Policy = Callable[[dict[str, Any], Any], str]  # (observation, task) -> message
 JUNK = "Sure! Here is a fun fact: octopuses have three hearts."
@@ -61,8 +60,7 @@ def _lookup_coder(obs: dict[str, Any], task: Any) -> str:
 
 def _tester(obs: dict[str, Any], task: Any) -> str:
     """The tester from its own view: the spec's examples as asserts."""
-    asserts = doctest_asserts(obs["task"]) or [f"assert callable({NEUTRAL_NAME})"]
-    return "```python\n" + "\n".join(asserts) + "\n```"
+    return tester_from(obs["task"])
 
 
 def _solution(obs: dict[str, Any], task: Any) -> str:

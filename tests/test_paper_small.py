@@ -80,6 +80,26 @@ def test_group_baseline_is_a_column_on_request(paper_small, tmp_path: Path) -> N
     assert sorted({(j.column, j.algo) for j in jobs}) == [("group", "group"), ("marft", "marft")]
     command = paper_small.train_command(jobs[0], args)
     assert command[command.index("--algo") + 1] == "group" and "check-2agent" in command
+    # the group learner needs each prompt played several times; the other teams do not
+    assert command[command.index("--group-size") + 1] == str(paper_small.GROUP_SIZE)
+    marft = next(j for j in jobs if j.column == "marft")
+    assert "--group-size" not in paper_small.train_command(marft, args)
+    assert paper_small.train_config(jobs[0], args).group_size == paper_small.GROUP_SIZE
+
+
+def test_group_size_must_divide_the_episodes(paper_small, tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit):
+        _args(paper_small, tmp_path, "--variants", "group", "--episodes-per-update", "6",
+              "--group-size", "4")  # fmt: skip
+    assert "--group-size >= 2 dividing --episodes-per-update (6); got 4" in capsys.readouterr().err
+
+
+def test_a_family_without_a_1agent_env_has_no_single_column(paper_small, tmp_path: Path) -> None:
+    args = _args(paper_small, tmp_path, "--envs", "relay-2agent", "math-2agent", "--seeds", "0")
+    jobs = paper_small.plan_jobs(args)
+    single_rows = {j.row for j in jobs if j.column == "single"}
+    assert single_rows == {"math-2agent"}
+    assert {j.column for j in jobs if j.row == "relay-2agent"} == {"marft", "marft-shared", "ippo"}
 
 
 def test_single_agent_has_each_team_sizes_budget(paper_small, tmp_path: Path) -> None:
@@ -190,11 +210,17 @@ def test_report_tables_json_and_chart(paper_small, tmp_path: Path) -> None:
     assert row["columns"]["marft"]["success"] == {"mean": 0.0, "ci": [0.0, 0.0]}
     assert row["columns"]["ippo"]["prompts"] == 4  # the same 4 prompts in both seeds
     assert row["budget"]["equal"] and row["budget"]["planned_actions"] == 4
+    # paired on the same prompts: every team episode lost where the single agent won
+    assert row["paired"]["marft - single"]["mean"] == -1.0
+    assert row["paired"]["marft - single"]["pairs"] == 8  # 4 prompts x 2 seeds
+    assert row["paired"]["marft - ippo"]["mean"] == 0.0
+    assert "group" not in " ".join(row["paired"])  # not a column of this grid
     md, js, png = paper_small.write_outputs(report, tmp_path)
     text = md.read_text()
     assert report["model"]["weights_sha256"] in text
     assert "| math-2agent | 4 | 0.000 [0.000, 0.000] |" in text
     assert "| math-2agent | 4 | 4 / 40 | 4 / 40 | 4 / 40 | 4 / 40 | 0.0% | yes |" in text
+    assert "| math-2agent | MARFT - single agent | -1.000 [-1.000, -1.000] | 2 | 8 | 0.0% |" in text
     assert json.loads(js.read_text())["rows"][0]["env"] == "math-2agent"
     assert png.read_bytes()[:4] == b"\x89PNG"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import flexmg
 from flexmg.envs.families.check import checker_from
@@ -62,3 +63,29 @@ def test_the_cli_runs_a_model_end_to_end(tmp_path) -> None:
         for mode in ("greedy", "sampled"):
             lo, hi = row[mode]["ci"]
             assert 0.0 <= lo <= row[mode]["success"] <= hi <= 1.0
+            assert 0.0 <= row[mode]["score"] <= 1.0
+
+
+def _lookup_coder(observations: list[dict]) -> list[str]:
+    """A coder stand-in that answers exactly the calls the tester asserted, nothing else."""
+    out = []
+    for o in observations:
+        cases = re.findall(r"^assert mystery_fn\((.*)\) == (.+)$", o["context"], re.MULTILINE)
+        body = "".join(f"    if args == ({a},):\n        return {e}\n" for a, e in cases)
+        out.append(f"```python\ndef mystery_fn(*args):\n{body}    return None\n```")
+    return out
+
+
+def test_the_testfirst_oracle_tester_gives_the_coder_its_spec() -> None:
+    bench = load_benchmark("partner_ceiling")
+    supporter, oracle = bench.SUPPORTERS["code-testfirst"]
+    assert supporter == "tester"
+    envs = [flexmg.make("code-testfirst", split="test") for _ in range(2)]
+    played = bench.play(envs, [0, 1], "oracle", supporter, oracle, _lookup_coder)
+    role, text, _ = played[0]["turns"][0]
+    assert role == "tester" and "assert mystery_fn(" in text
+    assert all(p["score"] > 0 for p in played)  # the asserted calls pass some hidden tests
+    mute = bench.play(envs, [0, 1], "mute", supporter, oracle, _lookup_coder)
+    assert mute[0]["turns"][0][1] == "" and all(p["score"] == 0 for p in mute)
+    for env in envs:
+        env.close()

@@ -42,7 +42,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from flexmg.env import Judgement, TurnRecord
-from flexmg.envs.families.code import FENCE, CodeReward, code_oracle, code_task_source
+from flexmg.envs.families.code import (
+    FENCE,
+    CodeReward,
+    code_oracle,
+    code_task_source,
+    doctest_asserts,
+)
 from flexmg.envs.families.common import judge_turns
 from flexmg.family import Family
 from flexmg.tasks import Task, TaskSource
@@ -225,6 +231,18 @@ class TestFirstReward(CodeReward):
                 "tester_feedback": feedback[:500],
             },
         )
+
+
+def tester_from(task_view: str) -> str:
+    """A scripted tester from its own observation: the spec's examples as asserts.
+
+    >>> print(tester_from(">>> mystery_fn(2)\\n4"))
+    ```python
+    assert mystery_fn(2) == 4
+    ```
+    """
+    asserts = doctest_asserts(task_view) or [f"assert callable({NEUTRAL_NAME})"]
+    return "```python\n" + "\n".join(asserts) + "\n```"
 
 
 def pair_oracle(task: Task, role: str, instructions: str, graded: bool) -> str:

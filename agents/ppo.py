@@ -466,6 +466,11 @@ class PPOLearner:
         for s, r in zip(part, ratios, strict=True):
             weights[s.episode] = min(max(weights[s.episode] * r, low), high)
         stats.set(f"sequential_ratio/{role}", sum(ratios) / max(1, len(ratios)))
+        # how far the successors' weights move: 0 means the agent-by-agent update is the
+        # simultaneous one (MARFT's update equals IPPO's up to the critic)
+        stats.set(
+            f"sequential_shift/{role}", sum(abs(r - 1.0) for r in ratios) / max(1, len(ratios))
+        )
 
     def _accumulate(
         self, role: str, part: Sequence[Sample], learn: bool, stats: _Stats,

@@ -10,7 +10,8 @@ tester, the worked answer for a solver).
 The observation never carries the answer, so the oracle reads the live task
 from the env(s) it plays: it is built from a *task provider*, a function that
 returns the envs being played (a ``SyncVectorEnv``'s ``envs`` or one env), and
-matches each observation to its env by the task prompt. Nothing is written
+matches each observation to the env that shows it (the role's task view and
+context: a view may hide the task, as relay's and split's do). Nothing is written
 into any observation, so other agents never see the answer. On the
 leaderboard use ``scripted:oracle`` (the runner gives the factory the vector
 env it plays, always a ``SyncVectorEnv`` for this entry).
@@ -65,8 +66,8 @@ class OracleAgent:
         self._envs = envs
         self.calls = 0
 
-    def _live_tasks(self) -> dict[str, tuple[Task, str, OracleFn]]:
-        live: dict[str, tuple[Task, str, OracleFn]] = {}
+    def _live(self) -> list[tuple[Any, Task, str, OracleFn]]:
+        live: list[tuple[Any, Task, str, OracleFn]] = []
         for env in self._envs():
             task = env.task
             if task is None:
@@ -78,24 +79,43 @@ class OracleAgent:
                     "declares no scripted oracle (its family's Family.oracle), so there is "
                     "nothing that solves it"
                 )
-            order = env.graph.order()
-            prompt = task.prompt[: env.max_task_chars]
-            live[prompt] = (task, order[-1], oracle)
+            live.append((env, task, env.graph.order()[-1], oracle))
         return live
+
+    @staticmethod
+    def _sees(env: Any, obs: Mapping[str, Any]) -> bool:
+        """Is ``obs`` what ``env`` shows its role now (task view and context)?
+
+        A role's task view may hide the task (relay's solver, split's solver), so
+        the prompt alone cannot tell two envs apart; the whole observation can.
+        """
+        try:
+            mine = env.observe(str(obs.get("role", "")))
+        except (KeyError, RuntimeError):
+            return False
+        return mine["task"] == obs.get("task") and mine["context"] == obs.get("context")
 
     def act(self, observations: list[Mapping[str, Any]]) -> list[str]:
         """One message per observation (see the module docs)."""
         self.calls += 1
-        live = self._live_tasks()
+        live = self._live()
+        used: set[int] = set()
         out: list[str] = []
         for obs in observations:
-            prompt = str(obs.get("task", ""))
-            if prompt not in live:
+            # each observation is one env's; identical ones take the envs in order
+            match = next(
+                (i for i, (env, *_) in enumerate(live) if i not in used and self._sees(env, obs)),
+                None,
+            )
+            if match is None:
+                prompt = str(obs.get("task", ""))
                 raise LookupError(
-                    "OracleAgent: no env being played has this task; build it with the envs "
-                    f"it plays (e.g. OracleAgent(lambda: vec.envs)). Task: {prompt[:80]!r}"
+                    "OracleAgent: no env being played shows this observation; build it with "
+                    "the envs it plays (e.g. OracleAgent(lambda: vec.envs)). Task: "
+                    f"{prompt[:80]!r}"
                 )
-            task, graded_role, oracle = live[prompt]
+            used.add(match)
+            _, task, graded_role, oracle = live[match]
             role = str(obs.get("role", ""))
             instructions = str(obs.get("instructions", ""))
             out.append(oracle(task, role, instructions, role == graded_role))

@@ -41,4 +41,5 @@ def test_marft_updates_agent_by_agent_and_logs_ev_per_role(tmp_path) -> None:
     assert trainer.learner.sequential
     if rec["actor_steps"] > 0:  # the solver learned first: its ratio was measured
         assert "sequential_ratio/solver" in rec
+        assert 0.0 <= rec["sequential_shift/solver"] < float("inf")
     assert {"explained_variance/solver", "explained_variance/verifier"} <= set(rec)

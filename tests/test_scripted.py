@@ -83,6 +83,19 @@ def test_oracle_solves_code_envs(env_id: str) -> None:
         assert any("passed" in n for n in notes)
 
 
+@pytest.mark.parametrize(
+    "env_id", ["relay-2agent", "relay-3agent", "split-2agent", "check-2agent", "code-testfirst"]
+)
+def test_oracle_solves_envs_whose_roles_see_a_view_of_the_task(env_id: str) -> None:
+    """Batched on a vector env: views that hide the task are told apart by the context."""
+    vec = flexmg.make_vec(env_id, num_envs=4, split="test")
+    try:
+        result = rollout(vec, OracleAgent(lambda: vec.envs), episodes=8, seed=0)
+    finally:
+        vec.close()
+    assert result.success_rate == 1.0
+
+
 def test_oracle_solves_humaneval() -> None:
     path = DATA / "HumanEval.jsonl.gz"
     if not path.is_file():

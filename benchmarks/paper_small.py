@@ -23,7 +23,10 @@ run with the leaderboard (``OUT/leaderboard/``): ``--eval-episodes`` held-out ep
 and team and single agent see the same prompts). 3. Report team success, correctness
 and format, each with a 95% two-level bootstrap CI (seeds resampled, then prompts
 within each seed: :func:`flexmg.metrics.bootstrap_ci_over_seeds`) and the
-number of distinct held-out prompts: ``OUT/paper_small.md`` (the tables, the exact
+number of distinct held-out prompts, beside the untrained start model (``hf:``
+entry ``start``) on the same episodes; then the paired differences on the same
+episodes (MARFT - IPPO, each team - the single agent, each column - its start,
+...), with the share of graded answers that differ: ``OUT/paper_small.md`` (the tables, the exact
 command, the date, the tiny model's warm-start ``weights_sha256``),
 ``OUT/paper_small.json`` and ``OUT/paper_small.png`` (success with CI bars).
 
@@ -73,6 +76,7 @@ from paper_small_plan import (  # noqa: F401 - the grid's names, as the tests re
     GROUP_SIZE,
     SEEDS,
     SINGLE,
+    START,
     TEAM_VARIANTS,
     VARIANTS,
     Job,
@@ -86,6 +90,7 @@ from paper_small_report import (  # noqa: F401 - the report's names, as the test
     budget_check,
     build_report,
     measured_budget,
+    model_note,
     write_outputs,
 )
 
@@ -259,6 +264,10 @@ def leaderboard_config(args: argparse.Namespace, jobs: Sequence[Job]) -> Any:
         {"agent": f"run:{runs}/{{env}}-{variant}-s{{seed}}", "name": variant, "envs": envs}
         for variant, envs in envs_of.items()
     ]
+    # the untrained model on the teams' episodes: the start every gain is measured from
+    model = model_note(jobs)["model"]
+    played = list(dict.fromkeys(j.env for j in jobs))  # the teams' envs and the single's
+    entries.append({"agent": f"hf:{model}", "name": START, "envs": played})
     from flexmg.baselines.leaderboard import LeaderboardConfig
 
     return LeaderboardConfig(

@@ -31,7 +31,11 @@ SINGLE = "single"  # one run per team size: entry and folder name single-b<k>
 SINGLE_ALGO = "marft"  # with one role MARFT and IPPO are the same learner
 VARIANTS = [*TEAM_VARIANTS, SINGLE]
 DEFAULT_VARIANTS = ["marft", "marft-shared", "ippo", SINGLE]  # the paper's columns
+START = "start"  # the untrained model (the runs' start), evaluated on the same episodes
+SINGLE_START = "start-single"  # the same on the single agent's env (its own start)
 TITLES = {
+    START: "start (untrained)",
+    SINGLE_START: "its start (untrained, 1 agent)",
     "marft": "MARFT",
     "marft-shared": "MARFT shared",
     "ippo": "IPPO",

@@ -19,6 +19,8 @@ from typing import Any
 from paper_small_plan import (
     OUTCOMES,
     SINGLE,
+    SINGLE_START,
+    START,
     TITLES,
     TOKEN_TOLERANCE,
     VARIANTS,
@@ -91,8 +93,11 @@ def outcome_stats(episodes: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[s
 PAIRS = [
     ("marft", "ippo"), ("marft", "group"), ("ippo", "group"), ("marft", "marft-shared"),
     ("marft", SINGLE), ("ippo", SINGLE), ("group", SINGLE),
+    ("marft", START), ("marft-shared", START), ("ippo", START), ("group", START),
+    (SINGLE, SINGLE_START),
 ]  # fmt: skip
-"""The paired differences reported (first minus second) where both columns ran."""
+"""The paired differences reported (first minus second) where both columns ran; minus a
+start: the gain from training (the single agent's from its own start, on its env)."""
 
 
 def graded_answer(metrics: Mapping[str, Any]) -> str | None:
@@ -201,6 +206,12 @@ def row_report(
         }
     planned = args.budget * args.episodes_per_update * team_size(row)
     budget = budget_check(columns, planned)
+    start = episodes_by_seed(results, START, row)
+    if any(start.values()):
+        episodes[START] = start
+        columns = {START: {"entry": START, "env": row, **outcome_stats(start)}, **columns}
+    if SINGLE in columns:
+        episodes[SINGLE_START] = episodes_by_seed(results, START, columns[SINGLE]["env"])
     paired = {
         f"{a} - {b}": diff
         for a, b in PAIRS
@@ -241,8 +252,10 @@ def format_outcome(column: Mapping[str, Any] | None, outcome: str, seeds: int) -
     return text + ("*" if len(column["seeds"]) < seeds else "")
 
 
-def shown_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    return [c for c in VARIANTS if any(c in r["columns"] for r in rows)]
+def shown_columns(rows: Sequence[Mapping[str, Any]], start: bool = True) -> list[str]:
+    """The columns some row has, in table order (the untrained start first, if ``start``)."""
+    order = [START, *VARIANTS] if start else VARIANTS
+    return [c for c in order if any(c in r["columns"] for r in rows)]
 
 
 def outcome_table(rows: Sequence[Mapping[str, Any]], outcome: str, seeds: int) -> list[str]:
@@ -273,7 +286,7 @@ def budget_cell(column: Mapping[str, Any] | None) -> str:
 
 def budget_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """A Markdown table of the measured budgets: actions and mean generated tokens per run."""
-    columns = shown_columns(rows)
+    columns = shown_columns(rows, start=False)
     lines = [
         "| env | planned actions | " + " | ".join(TITLES[c] for c in columns)
         + " | token spread | equal |",
@@ -310,7 +323,8 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     """``paper_small.md``: what was run, how it was measured, the tables."""
     s, model = report["settings"], report["model"]
     sha = model["weights_sha256"]
-    names = ", ".join(TITLES[v] for v in VARIANTS if v in s["variants"])
+    titles = [TITLES[v] for v in VARIANTS if v in s["variants"]]
+    names = " and ".join(filter(None, [", ".join(titles[:-1]), titles[-1]]))
     lines = [
         f"# {names} at equal budget (small scale)",
         "",
@@ -330,7 +344,8 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         f"training seeds {s['seeds']}; `prompts`: distinct held-out prompts over all seeds. "
         "Mean over seeds of each seed's episode mean, [95% CI]: two-level bootstrap (seeds "
         "resampled, then prompts within each seed, each with all its episodes). "
-        "Correctness and format are the graded role's answer. `*`: not every seed "
+        "Correctness and format are the graded role's answer. `start (untrained)`: the "
+        "model every run starts from, on the same episodes. `*`: not every seed "
         "evaluated; `n/a`: not run.",
         "",
     ]
@@ -342,9 +357,10 @@ def report_markdown(report: Mapping[str, Any]) -> str:
             "",
             "First column minus second on the same held-out episodes (each seed's runs play "
             "the same env seeds): the mean over seeds of each seed's mean difference, with the "
-            "two-level bootstrap interval. `graded answers differ`: the share of those "
-            "episodes where the two graded answers are not the same text; near 0% means the "
-            "two learners ended with the same behaviour, whatever the interval says.",
+            "two-level bootstrap interval. Minus a start: the gain from training (the single "
+            "agent's from its own start on its env). `graded answers differ`: the share of "
+            "those episodes where the two graded answers are not the same text; near 0% "
+            "means the two ended with the same behaviour, whatever the interval says.",
             "",
             *paired_table(report["rows"]),
             "",

@@ -204,6 +204,15 @@ def test_report_tables_json_and_chart(paper_small, tmp_path: Path) -> None:
             "entry": job.variant, "env": job.env, "seed": job.seed, "current": True,
             "episodes": [_episode(f"p{i}", win) for i in range(4)],
         }  # fmt: skip
+    for env in ("math-2agent", "math-1agent"):  # the untrained model: right on p0 only
+        for seed in (0, 1):
+            cells[f"start-{env}-{seed}"] = {
+                "entry": "start", "env": env, "seed": seed, "current": True,
+                "episodes": [_episode(f"p{i}", i == 0) for i in range(4)],
+            }  # fmt: skip
+    config = paper_small.leaderboard_config(args, jobs)
+    start = next(e for e in config.entries if e.name == "start")
+    assert start.agent == "hf:tiny" and set(start.envs) == {"math-2agent", "math-1agent"}
     report = paper_small.build_report(args, jobs, {"cells": cells}, [])
     row = report["rows"][0]
     assert row["columns"]["single"]["success"]["mean"] == 1.0
@@ -215,10 +224,15 @@ def test_report_tables_json_and_chart(paper_small, tmp_path: Path) -> None:
     assert row["paired"]["marft - single"]["pairs"] == 8  # 4 prompts x 2 seeds
     assert row["paired"]["marft - ippo"]["mean"] == 0.0
     assert "group" not in " ".join(row["paired"])  # not a column of this grid
+    # gains from training: the team from its start, the single agent from its own
+    assert row["columns"]["start"]["success"]["mean"] == 0.25
+    assert row["paired"]["marft - start"]["mean"] == -0.25
+    assert row["paired"]["single - start-single"]["mean"] == 0.75
     md, js, png = paper_small.write_outputs(report, tmp_path)
     text = md.read_text()
     assert report["model"]["weights_sha256"] in text
-    assert "| math-2agent | 4 | 0.000 [0.000, 0.000] |" in text
+    assert "| env | prompts | start (untrained) | MARFT |" in text
+    assert "| math-2agent | 4 | 0.250 [" in text and "| 0.000 [0.000, 0.000] |" in text
     assert "| math-2agent | 4 | 4 / 40 | 4 / 40 | 4 / 40 | 4 / 40 | 0.0% | yes |" in text
     assert "| math-2agent | MARFT - single agent | -1.000 [-1.000, -1.000] | 2 | 8 | 0.0% |" in text
     assert json.loads(js.read_text())["rows"][0]["env"] == "math-2agent"

@@ -302,6 +302,38 @@ def test_stuck_worker_is_killed_and_replaced(monkeypatch: pytest.MonkeyPatch) ->
         pool.close()
 
 
+def test_a_stale_reply_never_grades_another_answer() -> None:
+    # A request whose reply was never read (the failure mode of any lost
+    # request/reply pairing): its "correct" must not become the verdict of the
+    # hack that follows on the same worker.
+    pool = _pool.GraderPool(workers=1)
+    try:
+        pool.start()
+        worker = pool._idle.get()
+        worker.conn.send((10**9, r"\frac{7}{1}", "7", 5.0, _pool.DEFAULT_OPTIONS))
+        pool._idle.put(worker)
+        time.sleep(0.5)  # let the stray reply arrive first
+        verdict = pool.grade(r"\infty\frac{7}{1}", "7", timeout=5.0)
+        assert verdict[:2] == (0.0, "error") and "not" in verdict[2]
+        assert pool.restarts == 1
+        assert pool.grade(r"\infty\frac{7}{1}", "7", timeout=5.0)[:2] == (0.0, "wrong")
+    finally:
+        pool.close()
+
+
+def test_a_worker_whose_comparison_raised_is_replaced() -> None:
+    pool = _pool.GraderPool(workers=1)
+    try:
+        first = pool.grade("7", "7", timeout=5.0)
+        pid = pool._idle.queue[0].pid
+        broken = pool.grade("7", "7", timeout=5.0, options=("not", "options"))  # type: ignore[arg-type]
+        assert broken[:2] == (0.0, "error") and "ValueError" in broken[2]
+        assert pool.restarts == 1 and pool._idle.queue[0].pid != pid
+        assert pool.grade("7", "7", timeout=5.0) == first
+    finally:
+        pool.close()
+
+
 def _gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as handle:

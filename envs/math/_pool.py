@@ -2,8 +2,12 @@
 
 Design: one *zygote* process (``python -c`` with only sympy and math-verify
 imported, never flexmg or the caller's ``__main__``) forks workers on request.
-Each call takes an idle worker and sends it ``(content, gold, cpu_budget,
-options)``.
+Each call takes an idle worker and sends it ``(request_id, content, gold,
+cpu_budget, options)``; a reply that does not carry that id (stale or
+cross-wired) is an error and the worker is replaced, so a verdict always
+belongs to the answer it grades. A worker whose comparison raised anything
+answers and exits (library state may be half-updated), and a fresh one
+takes its place.
 
 Deadlines count the worker's **CPU time**, so a machine busy with other work
 slows a comparison down without failing it:
@@ -29,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import queue
 import select
@@ -99,6 +104,7 @@ class GraderPool:
         self._closed = False
         self.restarts = 0  # workers replaced after a timeout or crash (for tests/metrics)
         self.calls = 0  # grading requests sent to workers (approximate under threads)
+        self._request_ids = itertools.count(1)  # each reply must carry its request's id
         _LIVE_POOLS.add(self)
 
     # ----------------------------------------------------------------- lifecycle
@@ -240,18 +246,26 @@ class GraderPool:
         deadline = start + timeout * WALL_FACTOR
         if wall_deadline is not None:
             deadline = min(deadline, wall_deadline)
+        request = next(self._request_ids)
         try:
             cpu_start = _cpu_seconds(worker.pid)
-            worker.conn.send((content, gold, timeout * _SOFT_FRACTION, options))
+            worker.conn.send((request, content, gold, timeout * _SOFT_FRACTION, options))
             overrun = self._wait(worker, timeout, deadline, cpu_start)
             if overrun is None:
-                score, reason, detail, alive = worker.conn.recv()
+                answered, score, reason, detail, alive = worker.conn.recv()
             else:
                 self._replace(worker)
                 return 0.0, "timeout", overrun
         except (EOFError, OSError) as exc:
             self._replace(worker)
             return 0.0, "error", f"grading worker died ({type(exc).__name__})"
+        except (ValueError, TypeError):  # a reply of the wrong shape: never trust that worker
+            self._replace(worker)
+            return 0.0, "error", "grading worker sent a malformed reply; worker replaced"
+        if answered != request:  # a stale or cross-wired reply must never grade this answer
+            self._replace(worker)
+            why = f"grading worker answered request {answered!r}, not {request}; worker replaced"
+            return 0.0, "error", why
         if alive:
             self._idle.put(worker)
         else:  # the worker exits by itself after an interrupted computation

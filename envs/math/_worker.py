@@ -168,7 +168,8 @@ def _on_alarm(signum: int, frame: object) -> None:  # SIGPROF: the CPU budget is
 
 
 def _serve(fd: int) -> None:
-    """Worker loop: receive (content, gold, cpu_seconds, options), reply with a verdict."""
+    """Worker loop: receive (request, content, gold, cpu_seconds, options), reply with
+    (request, score, reason, detail, clean); exit after any verdict that is not clean."""
     from multiprocessing.connection import Connection
 
     signal.signal(signal.SIGPROF, _on_alarm)
@@ -181,10 +182,12 @@ def _serve(fd: int) -> None:
     conn = Connection(fd)
     while True:
         try:
-            content, gold, seconds, options = conn.recv()
+            request, content, gold, seconds, options = conn.recv()
         except (EOFError, OSError):
             return  # the parent closed its end or died: exit quietly
-        expired = False
+        except (ValueError, TypeError):
+            return  # not a request of this protocol: exit, the pool forks a clean worker
+        clean = True  # False: library state may be half-updated; this worker must not go on
         try:
             # ITIMER_PROF counts this process's CPU time (user + system).
             signal.setitimer(signal.ITIMER_PROF, max(seconds, 0.001))
@@ -194,17 +197,19 @@ def _serve(fd: int) -> None:
                 signal.setitimer(signal.ITIMER_PROF, 0)
         except _Deadline:
             verdict = (0.0, "timeout", f"grading used over {seconds:.3f}s of CPU time")
-            expired = True
+            clean = False
         except MemoryError:
-            verdict, expired = (0.0, "error", "out of memory while grading"), True
+            verdict, clean = (0.0, "error", "out of memory while grading"), False
         except BaseException as exc:  # noqa: BLE001 - hostile input may raise anything
-            verdict = (0.0, "error", f"{type(exc).__name__} while grading")
+            # A RecursionError or similar can leave sympy's or the parser's global state
+            # half-updated: answer, then exit, so no later verdict comes from that state.
+            verdict, clean = (0.0, "error", f"{type(exc).__name__} while grading"), False
         try:
-            conn.send((*verdict, not expired))
+            conn.send((request, *verdict, clean))
         except (OSError, EOFError):
             return
-        if expired:
-            return  # interrupted mid-computation: exit, the pool forks a clean worker
+        if not clean:
+            return  # the pool forks a clean worker in its place
 
 
 def zygote_main(ctrl_fd: int) -> None:

@@ -401,18 +401,23 @@ class TeamPolicy(nn.Module):
         """``[B, hidden]``: the base's final hidden state at each prompt's last token.
 
         What the critic reads (adapters off, so it never changes during training):
-        one prompt-only forward, ``micro_batch`` rows at a time.
+        one prompt-only forward per *distinct* prompt (a group's episodes share
+        their first role's prompt), ``micro_batch`` rows at a time.
         """
-        n = len(prompt_ids)
-        size = self.config.micro_batch or max(n, 1)
+        index: dict[tuple[int, ...], int] = {}
+        rows_of = [index.setdefault(tuple(p), len(index)) for p in prompt_ids]
+        distinct = [list(p) for p in index]
+        size = self.config.micro_batch or max(len(distinct), 1)
         out: list[torch.Tensor] = []
         with self._base_only():
-            for start in range(0, n, size):
-                rows = prompt_ids[start : start + size]
+            for start in range(0, len(distinct), size):
+                rows = distinct[start : start + size]
                 ids, attn, p_len = self._layout(rows, [[] for _ in rows])
                 positions = (attn.cumsum(-1) - 1).clamp(min=0)
                 out.append(self._final_hidden(ids, attn, positions)[:, p_len - 1].float())
-        return torch.cat(out) if out else torch.zeros(0, 0)
+        if not out:
+            return torch.zeros(0, 0)
+        return torch.cat(out)[torch.as_tensor(rows_of, dtype=torch.long, device=out[0].device)]
 
     def values(self, role: str, features: torch.Tensor) -> torch.Tensor:
         """The critic's value of ``role``'s turn from :meth:`critic_features` (``[B]``)."""

@@ -389,3 +389,21 @@ def test_bf16_policy_acts_evaluates_and_trains_on_cpu(model_dir: str) -> None:
     assert all(p.grad is not None for p in pol.policy_parameters("solver"))
     assert all(p.grad is None for p in pol.policy_parameters("verifier"))
     assert all(p.grad is None for p in base)
+
+
+def test_critic_features_run_each_distinct_prompt_once(model_dir: str) -> None:
+    pol = make(model_dir, micro_batch=2)
+    prompts, _ = sample_batch()
+    group = [prompts[0], prompts[1], prompts[0], prompts[2], prompts[0], prompts[1]]
+    rows_seen: list[int] = []
+    hook = pol.model.register_forward_pre_hook(
+        lambda _m, _a, kw: rows_seen.append(int(kw["input_ids"].shape[0])), with_kwargs=True
+    )
+    try:
+        feats = pol.critic_features(group)
+    finally:
+        hook.remove()
+    assert sum(rows_seen) == 3  # three distinct prompts, not six rows
+    alone = torch.cat([pol.critic_features([p]) for p in prompts[:3]])
+    torch.testing.assert_close(feats, alone[[0, 1, 0, 2, 0, 1]], rtol=0, atol=1e-5)
+    assert pol.critic_features([]).numel() == 0

@@ -258,6 +258,7 @@ def sample_actions(
     stop_ids: Iterable[int],
     pad_id: int,
     greedy: bool = False,
+    share_prefill: bool = True,
 ) -> SampledActions:
     """Sample (or greedily decode) actions for left-padded prompts with a KV cache.
 
@@ -268,7 +269,9 @@ def sample_actions(
     inverting that row's CDF, so a row's action depends only on its own prompt
     and draws. Rows that have stopped leave the batch (and the KV cache) once they
     are an eighth of it (:func:`_compact_every`); that changes no draw, so the actions are
-    the same up to floating-point rounding of the smaller batch.
+    the same up to floating-point rounding of the smaller batch. With ``share_prefill``,
+    identical prompts (a group's episodes) are prefilled once and their KV cache copied,
+    again the same actions up to rounding.
     """
     b = input_ids.shape[0]
     device = input_ids.device
@@ -284,13 +287,26 @@ def sample_actions(
     cache_arg = _cache_argument(model)
     past: Any = None
     width = 0
+    distinct, copies = _distinct_rows(input_ids, attention_mask) if share_prefill else (None, None)
     for step in range(max_new_tokens):
-        out = model(
-            input_ids=step_ids, attention_mask=mask, position_ids=step_pos,
-            use_cache=True, logits_to_keep=1, **{cache_arg: past},
-        )  # fmt: skip
-        past = getattr(out, cache_arg, None)
-        logits = out.logits[:, -1]
+        shared = None
+        if step == 0 and distinct is not None and copies is not None:
+            out = model(
+                input_ids=step_ids[distinct], attention_mask=mask[distinct],
+                position_ids=step_pos[distinct], use_cache=True, logits_to_keep=1,
+                **{cache_arg: None},
+            )  # fmt: skip
+            shared = getattr(out, cache_arg, None)
+        if shared is not None and hasattr(shared, "batch_select_indices"):
+            shared.batch_select_indices(copies)  # each row gets its prompt's cache
+            past, logits = shared, out.logits[:, -1][copies]
+        else:  # every later step, and a first step whose cache cannot be copied
+            out = model(
+                input_ids=step_ids, attention_mask=mask, position_ids=step_pos,
+                use_cache=True, logits_to_keep=1, **{cache_arg: past},
+            )  # fmt: skip
+            past = getattr(out, cache_arg, None)
+            logits = out.logits[:, -1]
         if greedy:
             tok = logits.argmax(-1)
         else:
@@ -314,6 +330,27 @@ def sample_actions(
             rows, done, mask = rows[keep], done[keep], mask[keep]
             step_ids, step_pos, next_pos = step_ids[keep], step_pos[keep], next_pos[keep]
     return _collect(tokens[:, :width], logps[:, :width], stops, greedy, b)
+
+
+def _distinct_rows(
+    input_ids: torch.Tensor, attention_mask: torch.Tensor
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """``(distinct, copies)``: a row of each distinct prompt, and each row's prompt.
+
+    ``(None, None)`` when every prompt differs (nothing to share).
+
+    >>> d, c = _distinct_rows(torch.tensor([[5, 6], [7, 8], [5, 6]]), torch.ones(3, 2))
+    >>> d.tolist(), c.tolist()
+    ([0, 1], [0, 1, 0])
+    """
+    rows = torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=-1)
+    _, copies = torch.unique(rows, dim=0, return_inverse=True)
+    if int(copies.max()) + 1 == rows.shape[0]:
+        return None, None
+    order = torch.arange(rows.shape[0], device=rows.device)
+    first = torch.full((int(copies.max()) + 1,), rows.shape[0], device=rows.device)
+    first = first.scatter_reduce(0, copies, order, reduce="amin")  # first row of each prompt
+    return first, copies
 
 
 def _compact_every(batch: int) -> int:

@@ -156,6 +156,43 @@ def test_stopped_rows_leave_the_batch_and_draw_the_same_actions(qwen: tuple, mon
             assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-5)
 
 
+def test_identical_prompts_are_prefilled_once_and_draw_the_same_actions(
+    qwen: tuple, monkeypatch
+) -> None:
+    model, tok = qwen
+    prompts = torch.randint(5, 60, (3, 5), generator=torch.Generator().manual_seed(4))
+    ids = prompts[[0, 1, 0, 2, 0, 1, 0, 0]]  # groups of one prompt, as a group learner plays
+    mask = torch.ones_like(ids)
+    mask[3, :2] = 0  # a left-padded row: same ids as no other row
+    cfg = SamplingConfig()
+
+    def run(share: bool) -> tuple:
+        widths: list[int] = []
+        forward = model.forward
+
+        def counting(*args, **kwargs):
+            widths.append(int(kwargs["input_ids"].shape[0]))
+            return forward(*args, **kwargs)
+
+        monkeypatch.setattr(model, "forward", counting)
+        torch.manual_seed(0)
+        out = sample_actions(model, ids, mask, cfg, 6, [], tok.pad_token_id, share_prefill=share)
+        monkeypatch.undo()
+        return out, widths
+
+    shared, shared_widths = run(True)
+    alone, alone_widths = run(False)
+    assert shared_widths[0] == 3 and alone_widths[0] == 8  # three distinct prompts
+    assert shared_widths[1:] == alone_widths[1:]
+    same = [a == b for a, b in zip(shared.action_ids, alone.action_ids, strict=True)]
+    assert sum(same) >= len(same) - 1  # equal up to a rounding-level flip (see above)
+    for a, b, equal in zip(shared.sampler_logprobs, alone.sampler_logprobs, same, strict=True):
+        if equal:
+            assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-5)
+    greedy = sample_actions(model, ids, mask, cfg, 6, [], tok.pad_token_id, greedy=True)
+    assert greedy.action_ids[0] == greedy.action_ids[2] == greedy.action_ids[7]
+
+
 def test_inverse_cdf_sampling_follows_the_distribution_and_skips_zero_mass() -> None:
     from flexmg.models.sampling import _inverse_cdf
 

@@ -343,6 +343,8 @@ def _distinct_rows(
     >>> d.tolist(), c.tolist()
     ([0, 1], [0, 1, 0])
     """
+    if input_ids.shape[0] < 2:
+        return None, None
     rows = torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=-1)
     _, copies = torch.unique(rows, dim=0, return_inverse=True)
     if int(copies.max()) + 1 == rows.shape[0]:

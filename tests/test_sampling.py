@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
@@ -132,6 +134,7 @@ def test_stopped_rows_leave_the_batch_and_draw_the_same_actions(qwen: tuple, mon
         widths: list[int] = []
         forward = model.forward
 
+        @functools.wraps(forward)  # keeps forward's signature: the sampler reads its cache keyword
         def counting(*args, **kwargs):
             widths.append(int(kwargs["input_ids"].shape[0]))
             return forward(*args, **kwargs)
@@ -170,6 +173,7 @@ def test_identical_prompts_are_prefilled_once_and_draw_the_same_actions(
         widths: list[int] = []
         forward = model.forward
 
+        @functools.wraps(forward)  # keeps forward's signature: the sampler reads its cache keyword
         def counting(*args, **kwargs):
             widths.append(int(kwargs["input_ids"].shape[0]))
             return forward(*args, **kwargs)

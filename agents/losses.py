@@ -81,8 +81,7 @@ def approx_kl(
     denominator: float | None = None,
 ) -> torch.Tensor:
     """Low-variance estimate of KL(old || new): mean of ``(r - 1) - log r``, ``r = p_new/p_old``."""
-    log_ratio = logp - old_logp
-    return masked_mean(torch.exp(log_ratio) - 1.0 - log_ratio, mask, denominator)
+    return masked_mean(_k3(logp - old_logp), mask, denominator)
 
 
 def kl_to_reference(
@@ -92,8 +91,12 @@ def kl_to_reference(
     denominator: float | None = None,
 ) -> torch.Tensor:
     """k3 estimate of KL(policy || reference) per token: ``exp(q - p) - (q - p) - 1``."""
-    d = ref_logp - logp
-    return masked_mean(torch.exp(d) - d - 1.0, mask, denominator)
+    return masked_mean(_k3(ref_logp - logp), mask, denominator)
+
+
+def _k3(log_ratio: torch.Tensor) -> torch.Tensor:
+    """Schulman's k3 term ``exp(x) - 1 - x`` (>= 0, unbiased for KL in expectation)."""
+    return torch.exp(log_ratio) - 1.0 - log_ratio
 
 
 def sampler_kl(samples: Sequence[Sample]) -> float:

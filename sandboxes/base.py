@@ -124,7 +124,7 @@ class Sandbox:
 
     def _start_worker(self, cpu: int | None) -> Worker:
         """Start one warm worker whose processes run on ``cpu`` (backend-specific)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _start_worker(cpu)")
 
     def _acquire(self) -> Worker:
         if self._closed:

@@ -103,3 +103,27 @@ def test_the_docs_list_every_class() -> None:
     text = DOC.read_text(encoding="utf-8")
     missing = sorted(c for c in HACK_CLASSES | HONEST_CLASSES if f"`{c}`" not in text)
     assert not missing, f"add to docs/grading.md: {missing}"
+
+
+def test_verdicts_do_not_depend_on_what_the_worker_graded_before(cases: list[dict]) -> None:
+    # Every suite case (hacking and the conformance corpus) in file order and in a shuffled
+    # order, each on a fresh worker pool with an empty verdict cache: the same scores.
+    import random
+
+    from flexmg.envs.math import grader
+
+    everything = cases + conformance.load_cases()
+
+    def scores(order: list[int]) -> dict[int, float]:
+        grader.configure(workers=1)
+        grader._cache.clear()
+        return {
+            i: grade_detailed(everything[i]["completion"], everything[i]["gold"], 5.0,
+                              everything[i].get("setting") or {}).score
+            for i in order
+        }  # fmt: skip
+
+    order = list(range(len(everything)))
+    first = scores(order)
+    random.Random(0).shuffle(order)
+    assert scores(order) == first

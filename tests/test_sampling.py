@@ -118,6 +118,21 @@ def test_sampler_stops_at_every_stop_id_keeps_it_and_flags_truncation(qwen: tupl
     assert torch.allclose(torch.tensor(again.sampler_logprobs[0]), expected, atol=1e-4)
 
 
+def count_rows(model, monkeypatch) -> list[int]:
+    """Patch ``model.forward`` to record each call's batch rows (its signature kept: the
+    sampler reads its cache keyword); the list fills as the model runs."""
+    widths: list[int] = []
+    forward = model.forward
+
+    @functools.wraps(forward)
+    def counting(*args, **kwargs):
+        widths.append(int(kwargs["input_ids"].shape[0]))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", counting)
+    return widths
+
+
 def test_stopped_rows_leave_the_batch_and_draw_the_same_actions(qwen: tuple, monkeypatch) -> None:
     import flexmg.models.sampling as sampling
 
@@ -131,15 +146,7 @@ def test_stopped_rows_leave_the_batch_and_draw_the_same_actions(qwen: tuple, mon
     stops = sorted({probe.action_ids[r][k] for r, k in [(0, 1), (3, 2), (7, 4), (9, 0)]})
 
     def run(compact_every) -> tuple:
-        widths: list[int] = []
-        forward = model.forward
-
-        @functools.wraps(forward)  # keeps forward's signature: the sampler reads its cache keyword
-        def counting(*args, **kwargs):
-            widths.append(int(kwargs["input_ids"].shape[0]))
-            return forward(*args, **kwargs)
-
-        monkeypatch.setattr(model, "forward", counting)
+        widths = count_rows(model, monkeypatch)
         monkeypatch.setattr(sampling, "_compact_every", compact_every)
         torch.manual_seed(0)
         out = sample_actions(model, ids, mask, cfg, 8, stops, tok.pad_token_id)
@@ -170,15 +177,7 @@ def test_identical_prompts_are_prefilled_once_and_draw_the_same_actions(
     cfg = SamplingConfig()
 
     def run(share: bool) -> tuple:
-        widths: list[int] = []
-        forward = model.forward
-
-        @functools.wraps(forward)  # keeps forward's signature: the sampler reads its cache keyword
-        def counting(*args, **kwargs):
-            widths.append(int(kwargs["input_ids"].shape[0]))
-            return forward(*args, **kwargs)
-
-        monkeypatch.setattr(model, "forward", counting)
+        widths = count_rows(model, monkeypatch)
         torch.manual_seed(0)
         out = sample_actions(model, ids, mask, cfg, 6, [], tok.pad_token_id, share_prefill=share)
         monkeypatch.undo()

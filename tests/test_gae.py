@@ -8,7 +8,12 @@ from types import SimpleNamespace
 import pytest
 
 from flexmg.agents.credit import marft_credit
-from flexmg.agents.gae import assign_advantages, gae_chain, token_gae_chain
+from flexmg.agents.gae import (
+    assign_advantages,
+    gae_chain,
+    normalize_advantages,
+    token_gae_chain,
+)
 from flexmg.agents.marft import get_algorithm
 from flexmg.baselines.ippo import ippo_credit
 
@@ -100,6 +105,34 @@ def test_ippo_credit_independent_per_role():
     # role a: values .5,.7 -> A = [0.13 + 0.72*0.3, 0.3]; role b: values .6,.8
     assert [s.advantage for s in ep] == pytest.approx([0.346, 0.264, 0.3, 0.2])
     assert get_algorithm("ippo").critic == "per_role"
+
+
+def test_with_critics_at_the_mean_return_marft_is_ippo_with_the_predecessor_scaled():
+    """Why MARFT and IPPO update alike when the critics explain nothing (docs/collaboration.md).
+
+    A critic with explained variance 0 predicts the mean of its target: IPPO's roles
+    and MARFT's last role the mean return ``m``, MARFT's first role ``gamma * m``.
+    Then, in one round, MARFT's advantages are IPPO's with the predecessor's scaled by
+    ``gamma * lam``; normalising over the whole batch keeps that factor.
+    """
+    gamma, lam = 0.99, 0.95
+    rng = random.Random(1)
+    rewards = [float(rng.random() < 0.3) for _ in range(64)]
+    m = sum(rewards) / len(rewards)
+    marft = [_episode([gamma * m, m], [r]) for r in rewards]
+    ippo = [_episode([m, m], [r]) for r in rewards]
+    assign_advantages(marft, marft_credit, gamma=gamma, lam=lam)
+    assign_advantages(ippo, ippo_credit, gamma=gamma, lam=lam)
+    for em, ei in zip(marft, ippo, strict=True):
+        assert em[0].advantage == pytest.approx(gamma * lam * ei[0].advantage)
+        assert em[1].advantage == pytest.approx(ei[1].advantage)
+    for batch in (marft, ippo):
+        for s in (s for ep in batch for s in ep):
+            s.token_advantages = []
+        normalize_advantages([s for ep in batch for s in ep], "action")
+    ratio = [em[0].advantage / ei[0].advantage for em, ei in zip(marft, ippo, strict=True)]
+    assert max(ratio) == pytest.approx(min(ratio))  # one factor for the predecessor ...
+    assert 0.9 < ratio[0] < 1.0  # ... slightly below 1: its step is a little smaller
 
 
 def test_assign_advantages_token_level_and_empty_actions():

@@ -319,7 +319,13 @@ class PPOConfig(Settings):
         choices=RATIOS,
     )
     gamma: float = setting(0.99, "discount between consecutive steps of a chain", flag="--gamma")
-    lam: float = setting(0.95, "GAE lambda between steps")
+    lam: float = setting(
+        0.95,
+        "GAE lambda between steps (0: each step's advantage is its one-step TD error, "
+        "so a successor's critic alone carries credit back along the chain)",
+        flag="--gae-lambda",
+        check=(lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
+    )
     token_gamma: float = setting(1.0, "TPPO discount between tokens of one action")
     token_lam: float = setting(1.0, "TPPO GAE lambda between tokens of one action")
     clip: float = setting(0.2, "PPO ratio clip")

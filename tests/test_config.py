@@ -36,6 +36,7 @@ FLAGS_ADDED = {
     "--lr-schedule",
     "--transcripts",
     "--adam-eps",
+    "--gae-lambda",
 }
 # fields added since run_v1 was written: an old config reads them at these defaults
 FIELDS_ADDED = {

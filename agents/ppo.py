@@ -37,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -289,17 +290,19 @@ class PPOLearner:
         self, samples: Sequence[Sample], by_role: dict[str, list[Sample]], stats: _Stats,
         steps: _Steps, update: int, learning: set[str],
     ) -> dict[str, float]:  # fmt: skip
-        """The update's statistics: the averaged losses plus the batch's returns and values."""
+        """The update's statistics: the averaged losses plus the batch's returns and values.
+
+        Explained variance is NaN on a flat-reward batch: the returns then vary only by
+        the critics' own bootstrap, and a ratio to that near-zero variance measures nothing.
+        """
         out = stats.means()
         rets = [s.ret for s in samples]
         vals = [s.old_value for s in samples]
         if self.algorithm.critic != "none":
-            out.update(
-                value_mean=sum(vals) / max(1, len(vals)),
-                explained_variance=_explained_variance(vals, rets),
-            )
+            ev = _explained_variance if not out.get("flat_rewards") else _not_measured
+            out.update(value_mean=sum(vals) / max(1, len(vals)), explained_variance=ev(vals, rets))
             for role, part in by_role.items():
-                out[f"explained_variance/{role}"] = _explained_variance(
+                out[f"explained_variance/{role}"] = ev(
                     [s.old_value for s in part], [s.ret for s in part]
                 )
         out.update(
@@ -592,6 +595,10 @@ def _merge_role_stats(stats: _Stats, role_stats: _Stats, role: str) -> float:
     if "clipfrac" in totals:
         stats.add(f"clipfrac/{role}", totals["clipfrac"])
     return totals.get("approx_kl", 0.0)
+
+
+def _not_measured(pred: Sequence[float], target: Sequence[float]) -> float:
+    return math.nan
 
 
 def _explained_variance(pred: Sequence[float], target: Sequence[float]) -> float:

@@ -303,3 +303,13 @@ def test_kl_penalty_to_reference_uses_base_logprobs():
     batch2 = _scored(no_ref, roles=("a",))
     assert batch2.samples[0].ref_token_logprobs is None
     assert "kl_ref" not in no_ref.update(batch2, 0)
+
+
+def test_explained_variance_is_not_a_number_on_flat_rewards():
+    # every episode failed: returns vary only by the critic's bootstrap, EV would be noise
+    learner = PPOLearner(FakePolicy(["a", "b"]), PPOConfig(epochs=1, minibatches=1), MARFT)
+    flat = learner.update(_scored(learner, rewards=(0.0, 0.0, 0.0, 0.0)), update=0)
+    assert flat["flat_rewards"] == 1.0 and flat["actor_steps"] == 0
+    assert all(math.isnan(flat[k]) for k in ("explained_variance", "explained_variance/a"))
+    mixed = learner.update(_scored(learner), update=1)
+    assert mixed["flat_rewards"] == 0.0 and math.isfinite(mixed["explained_variance/b"])

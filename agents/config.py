@@ -353,6 +353,12 @@ class PPOConfig(Settings):
         flag="--critic-steps",
         check=_at_least(0),
     )
+    critic_holdout: float = setting(
+        0.0,
+        "share of episodes kept out of the critic-only steps; the critic keeps its best held-out step",
+        flag="--critic-holdout",
+        check=(lambda v: 0.0 <= v < 1.0, "in [0, 1)"),
+    )
     agent_interval: int = setting(
         0,
         "agent-by-agent interval K (only role update // K mod N learns; 0 = all)",
@@ -396,6 +402,14 @@ class PPOConfig(Settings):
         "recompute old log-probs and values in a second pass instead of taking the "
         "rollout's (for batches from elsewhere)",
     )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.critic_holdout and not self.critic_steps:
+            raise ValueError(
+                "PPOConfig.critic_holdout needs critic-only steps to stop early: give "
+                "--critic-steps K (K > 0) with --critic-holdout"
+            )
 
     def resolved(self, kind: str) -> PPOConfig:
         """These settings with the learning rates of the model ``kind`` where they are None.

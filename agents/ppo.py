@@ -204,9 +204,13 @@ class PPOLearner:
         if self.config.critic_steps and self.algorithm.critic != "none" and values is not None:
             fit = fit_values(values, by_role, list(self.critic_opts.values()),
                              [p for ps in self.critic_params.values() for p in ps],
-                             self.config.critic_steps, self.config.max_grad_norm)  # fmt: skip
+                             self.config.critic_steps, self.config.max_grad_norm,
+                             self.config.critic_holdout)  # fmt: skip
             if fit is not None:
-                stats.set("critic_fit_loss", fit)
+                stats.set("critic_fit_loss", fit.fit_loss)
+                stats.set("critic_steps_kept", float(fit.steps_kept))
+                if fit.holdout_loss is not None:
+                    stats.set("critic_holdout_loss", fit.holdout_loss)
         self._zero_grad()
         return self._summary(batch.samples, by_role, stats, steps, update, learning)
 

@@ -37,12 +37,13 @@ FLAGS_ADDED = {
     "--transcripts",
     "--adam-eps",
     "--gae-lambda",
+    "--critic-holdout",
 }
 # fields added since run_v1 was written: an old config reads them at these defaults
 FIELDS_ADDED = {
     "policy_config": {"role_temperature": {}, "role_max_new_tokens": {}},
     "train": {"group_size": 1, "transcripts": 32},
-    "ppo_config": {"adam_eps": None, "critic_steps": 0},
+    "ppo_config": {"adam_eps": None, "critic_steps": 0, "critic_holdout": 0.0},
 }
 OLD_RUN = Path(__file__).parent / "data" / "run_v1"
 

@@ -171,6 +171,7 @@ def test_a_run_folder_of_the_old_code_resumes_to_the_same_records(small_model, t
         "ppo_config": {
             "adam_eps": None,
             "critic_steps": 0,
+            "critic_holdout": 0.0,
         },  # None: the model kind's (the learner resolves it)
     }
     assert {k: v for k, v in after.items() if k != "train"} == {

@@ -2,7 +2,8 @@
 # Set up (scripts/setup.sh) and run the main job: a SmolLM2-135M-Instruct team (solver ->
 # verifier, one LoRA each) trained on "What is A + B?" (A, B in 0-40) on the CPU, with the
 # critic-free group learner (MARFT's update with a per-prompt group baseline instead of the
-# critic; `--algo marft` runs MARFT with its critic, not yet measured on SmolLM2).
+# critic; `--algo marft` / `--algo ippo` run MARFT / IPPO with their critics: docs/marft.md,
+# "MARFT against IPPO on the main job", 10 updates x 3 seeds).
 # Every setting is a `flexmg train` flag (docs/marft.md explains each default); extra
 # arguments go to `flexmg train` and override them (e.g. --seed 1, --updates 5).
 # The learning report: `python benchmarks/team_report.py RUN_DIR` (README, "Results").
@@ -11,8 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# The settings of the runs the README reports (group learner: MARFT with its critic has
-# not yet been measured at Adam eps 1e-8; --algo marft runs it).
+# The settings of the runs the README reports.
 SOLVER='"solver": "You are the solver. Solve the problem and put the final answer in \\boxed{}."'
 VERIFIER='"verifier": "Check the solution your teammate wrote for the task. If it is wrong, correct it. Give the final answer in \\\\boxed{}."'
 exec .venv/bin/flexmg train --env math-2agent --algo group --group-size 8 \

@@ -54,7 +54,8 @@ class CriticFit:
     """What :func:`fit_values` did.
 
     Attributes:
-        fit_loss: the squared-error loss on the fitted episodes after the kept step.
+        fit_loss: the squared-error loss on the fitted episodes: with a holdout, at the
+            kept step; without one, the last step's (computed before that step moved).
         holdout_loss: the same on the held-out episodes (``None`` without a holdout).
         steps_kept: the step the critic was left at (``steps`` without a holdout).
     """
@@ -89,7 +90,7 @@ def fit_values(
     Args:
         values: the policy's value function on cached features (``TeamPolicy.values``).
         by_role: each role's samples; each needs ``critic_features`` and ``ret`` (and
-            ``episode`` for a holdout; without it a sample is its own episode).
+            ``episode`` for a holdout; without it, its index within its role).
         optimizers: the critic's optimizers (stepped together).
         params: the critic's parameters (zeroed, clipped to ``max_grad_norm``).
         steps: how many steps (0: none).

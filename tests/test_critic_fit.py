@@ -98,6 +98,29 @@ def test_held_out_episodes_do_not_train_the_critic_and_a_step_that_hurts_them_is
     assert not all(bool((p == q).all()) for p, q in zip(head.parameters(), start, strict=True))
 
 
+def test_with_every_step_kept_the_holdout_fit_equals_a_fit_without_the_held_out_episodes() -> None:
+    import torch
+
+    from flexmg.agents.critic import ValueHead
+    from flexmg.agents.critic_fit import fit_values
+
+    def fitted(samples, holdout):
+        torch.manual_seed(0)
+        head = ValueHead(2, hidden=(8,))
+        opt = torch.optim.Adam(head.parameters(), lr=0.05)
+        fit = fit_values(lambda role, f: head(f.unsqueeze(1))[:, 0], {"a": samples}, [opt],
+                         list(head.parameters()), 10, holdout=holdout)  # fmt: skip
+        return fit, [p.detach().clone() for p in head.parameters()]
+
+    # held-out episodes 3 and 7 agree with the fitted ones, so every step helps them
+    samples = [SimpleNamespace(episode=i, critic_features=torch.tensor([float(i % 2), 1.0]),
+                               ret=5.0 * (i % 2)) for i in range(8)]  # fmt: skip
+    with_holdout, a = fitted(samples, 0.25)
+    _, b = fitted([s for s in samples if s.episode not in (3, 7)], 0.0)
+    assert with_holdout is not None and with_holdout.steps_kept == 10
+    assert all(bool((p == q).all()) for p, q in zip(a, b, strict=True))
+
+
 def test_critic_holdout_on_a_real_rollout_logs_what_it_kept() -> None:
     import torch
 
